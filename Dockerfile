@@ -1,0 +1,40 @@
+# Worker image: `python worker.py` polls the Temporal task queue and runs the agent workflows
+# and their activities (model calls, tools).
+#
+#   docker build -t durable-agents-worker .
+#   docker run --rm --add-host=host.docker.internal:host-gateway -e TEMPORAL_ADDRESS=host.docker.internal:7233 durable-agents-worker
+#
+# Normally built and started by docker-compose.yml (`docker compose up --build`).
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /app
+
+# Dependencies first, in their own layer, so that editing the source doesn't reinstall them.
+# (The list is read from pyproject.toml; tomllib is in the 3.11 standard library.)
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep=chr(10))" \
+        > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+# The project itself: packages contracts, loop, tools, workflows, activities, runtime and the
+# module worker (see .dockerignore for what is left out).
+COPY . .
+RUN pip install --no-deps . \
+    && rm -rf build ./*.egg-info
+
+# Run as an unprivileged user. The agent's file tools work inside /workspace, a volume owned by
+# that user (a fresh named volume copies this ownership from the image).
+RUN useradd --create-home --uid 10001 --user-group agent \
+    && mkdir -p /workspace \
+    && chown agent:agent /workspace
+ENV AGENT_WORKSPACE=/workspace
+VOLUME ["/workspace"]
+USER agent
+
+CMD ["python", "worker.py"]

@@ -1,0 +1,45 @@
+# Two commands on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+COMPOSE_VENV := .venv-compose
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck unit install compose-check bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# docker-compose v1 (a compose-file parser; no Docker engine needed) lives in its own venv
+# because it pins an old PyYAML that has to be built without build isolation.
+$(COMPOSE_VENV)/bin/docker-compose:
+	test -x $(COMPOSE_VENV)/bin/python || $(PYTHON) -m venv $(COMPOSE_VENV)
+	$(COMPOSE_VENV)/bin/python -m pip install --quiet "cython<3" wheel setuptools
+	$(COMPOSE_VENV)/bin/python -m pip install --quiet --no-build-isolation "pyyaml==5.4.1"
+	$(COMPOSE_VENV)/bin/python -m pip install --quiet "docker-compose==1.29.2"
+
+compose-check: $(COMPOSE_VENV)/bin/docker-compose
+
+run: $(STAMP)
+	$(BIN)/python worker.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP) compose-check lint typecheck
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) $(COMPOSE_VENV) .pytest_cache .mypy_cache .ruff_cache

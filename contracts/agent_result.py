@@ -1,0 +1,42 @@
+"""The result of `AgentWorkflow`: the answer, why the loop stopped, and every step it took."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from contracts.usage import TokenUsage
+
+StopReason = Literal["completed", "max_iterations", "empty_answer"]
+StepStatus = Literal["ok", "error"]
+
+
+class ToolStep(BaseModel):
+    """One tool call of the run and what came of it (n8n's intermediate step).
+
+    `args` holds the validated arguments, or None when the model's argument text was not valid;
+    `raw_arguments` is always the text the model sent.
+    """
+
+    iteration: int
+    call_id: str
+    tool: str
+    raw_arguments: str
+    args: dict[str, Any] | None
+    observation: str
+    status: StepStatus
+    started_at: datetime
+    finished_at: datetime
+
+
+class AgentResult(BaseModel):
+    """What a finished run returns."""
+
+    answer: str
+    stop_reason: StopReason
+    iterations: int
+    steps: list[ToolStep]
+    usage: TokenUsage
+    model: str

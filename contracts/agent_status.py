@@ -1,0 +1,25 @@
+"""What the `status` query of `AgentWorkflow` returns while a run goes on."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from contracts.agent_result import StopReason, ToolStep
+from contracts.usage import TokenUsage
+
+Phase = Literal["starting", "thinking", "running_tools", "done"]
+
+
+class AgentStatus(BaseModel):
+    """A snapshot of a run: where it is, how far it went, and what it spent."""
+
+    phase: Phase = "starting"
+    iteration: int = 0
+    max_iterations: int = 0
+    model: str | None = None
+    usage: TokenUsage = TokenUsage()
+    steps: int = 0
+    recent_steps: list[ToolStep] = []
+    stop_reason: StopReason | None = None

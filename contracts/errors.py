@@ -1,0 +1,19 @@
+"""Error type names carried by Temporal `ApplicationError`s, so callers can match on them."""
+
+INVALID_INPUT = "InvalidAgentInput"
+"""The workflow input failed validation; the message names the field."""
+
+MODEL_REQUEST_REJECTED = "ModelRequestRejected"
+"""The model provider refused the request (400, 401, 403, 404, 422, ...); retrying cannot help."""
+
+MODEL_UNAVAILABLE = "ModelUnavailable"
+"""The model provider failed transiently (connection, timeout, 408, 409, 429, 5xx); retried."""
+
+MODEL_CALL_FAILED = "ModelCallFailed"
+"""The workflow gave up on the model after its retries; raised by the workflow."""
+
+TOOL_ERROR = "ToolError"
+"""A tool reported an expected failure; it goes back to the model, never retried."""
+
+TOOL_FAILED_RUN = "ToolFailedRun"
+"""A tool registered with `on_error="stop"` failed, so the run fails."""

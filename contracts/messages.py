@@ -1,0 +1,48 @@
+"""Chat messages in the four roles of the Chat Completions API: system, user, assistant, tool."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One tool call as the model asked for it; `arguments` is the raw JSON text it sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str
+
+
+class ChatMessage(BaseModel):
+    """One message of the conversation sent to the model.
+
+    An assistant message may carry `tool_calls`; each is answered by exactly one tool message
+    whose `tool_call_id` names it. `reasoning_content` keeps what reasoning models (DeepSeek,
+    Qwen, ...) sent, so it can be sent back to providers that require it on the next turn.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str | None = None
+    tool_calls: list[ToolCall] = []
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+
+    @classmethod
+    def system(cls, text: str) -> ChatMessage:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> ChatMessage:
+        return cls(role="user", content=text)
+
+    @classmethod
+    def tool_result(cls, call_id: str, text: str) -> ChatMessage:
+        return cls(role="tool", tool_call_id=call_id, content=text)

@@ -1,0 +1,29 @@
+"""Input and output of a tool activity (one activity type per tool, named after the tool)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ToolInvocation(BaseModel):
+    """A validated tool call the workflow asks the worker to run.
+
+    `idempotency_key` is stable across retries and worker restarts (workflow id + call id), so a
+    side-effecting tool can make its effect happen at most once.
+    """
+
+    call_id: str
+    tool: str
+    args: dict[str, Any]
+    idempotency_key: str
+    max_output_chars: int = 20_000
+
+
+class ToolOutput(BaseModel):
+    """A tool's result as text for the model, cut to `max_output_chars` if it was longer."""
+
+    content: str
+    truncated: bool = False
+    original_chars: int = 0

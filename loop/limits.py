@@ -1,0 +1,20 @@
+"""Limits on the loop (n8n's checkMaxIterations)."""
+
+from __future__ import annotations
+
+
+def max_iterations_message(max_iterations: int) -> str:
+    """The answer of a run that used up its iterations (n8n's wording)."""
+    return (
+        f"Max iterations ({max_iterations}) reached. The agent could not complete the task "
+        "within the allowed number of iterations."
+    )
+
+
+def may_run_tools(iteration: int, max_iterations: int) -> bool:
+    """Whether tools asked for in `iteration` may run.
+
+    Tools asked for in the last allowed iteration do not run: no model call is left to read
+    their results, so running them would only spend time and cause side effects nobody sees.
+    """
+    return iteration < max_iterations

@@ -1,0 +1,65 @@
+"""Read a model reply: give every tool call a usable id, and tell a final answer from a nudge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contracts.messages import ChatMessage, ToolCall
+from contracts.model_io import ModelReply
+
+EMPTY_REPLY_NUDGE = (
+    "Your last reply was empty. Answer the user's request now, or call one of the tools."
+)
+EMPTY_ANSWER_MESSAGE = "The model returned no answer (an empty reply, twice in a row)."
+
+
+def normalize_reply(reply: ModelReply, iteration: int) -> ModelReply:
+    """Return `reply` with every tool call carrying a unique, non-empty id.
+
+    Some OpenAI-compatible servers omit ids or repeat them; tool messages are matched to calls by
+    id, so a missing or repeated id becomes `call_<iteration>_<index>`.
+    """
+    seen: set[str] = set()
+    calls: list[ToolCall] = []
+    for index, call in enumerate(reply.tool_calls):
+        call_id = call.id.strip()
+        if not call_id or call_id in seen:
+            call_id = f"call_{iteration}_{index}"
+        seen.add(call_id)
+        calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return reply.model_copy(update={"tool_calls": calls})
+
+
+@dataclass(frozen=True)
+class FinalAnswer:
+    """The model answered without tool calls: the run is complete."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AskAgain:
+    """The reply was empty: ask once more with this message appended."""
+
+    nudge: ChatMessage
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """The reply was empty again: stop with `EMPTY_ANSWER_MESSAGE`."""
+
+    text: str
+
+
+def read_final_answer(reply: ModelReply, already_nudged: bool) -> FinalAnswer | AskAgain | GiveUp:
+    """Decide what a reply without tool calls means.
+
+    Text is the answer. Empty text (with or without reasoning) is never returned as an answer:
+    the model is asked once more, then the run stops.
+    """
+    text = (reply.content or "").strip()
+    if text:
+        return FinalAnswer(text=reply.content or "")
+    if already_nudged:
+        return GiveUp(text=EMPTY_ANSWER_MESSAGE)
+    return AskAgain(nudge=ChatMessage.user(EMPTY_REPLY_NUDGE))

@@ -1,0 +1,40 @@
+"""Turn what happened to a tool call into the text the model reads next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+TRUNCATION_MARKER = "\n[... output truncated: showed {shown} of {total} characters ...]"
+
+
+def truncate_observation(text: str, max_chars: int) -> tuple[str, bool]:
+    """Cut `text` to at most `max_chars` characters, marker included; say whether it was cut."""
+    if len(text) <= max_chars:
+        return text, False
+    marker = TRUNCATION_MARKER.format(shown="{shown}", total=len(text))
+    keep = max(0, max_chars - len(marker.format(shown=max_chars)))
+    return text[:keep] + marker.format(shown=keep), True
+
+
+FailureKind = Literal["tool_error", "timeout", "retries_exhausted"]
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """Why a tool activity did not produce a result, in plain terms (no Temporal types)."""
+
+    kind: FailureKind
+    message: str
+    timeout_seconds: float = 0.0
+    attempts: int = 1
+
+
+def failure_observation(failure: ToolFailure) -> str:
+    """The observation for a failed call: always starts with `Error:` so the model notices."""
+    if failure.kind == "timeout":
+        return f"Error: timed out after {failure.timeout_seconds:g}s"
+    if failure.kind == "retries_exhausted":
+        tries = "attempt" if failure.attempts == 1 else "attempts"
+        return f"Error: the tool failed after {failure.attempts} {tries}: {failure.message}"
+    return f"Error: {failure.message}"

@@ -1,0 +1,22 @@
+"""Short one-line summaries shown beside each activity in the Temporal Web UI."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SUMMARY_MAX_CHARS = 100
+
+
+def shorten(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def model_call_summary(model: str | None, turn: int) -> str:
+    return f"{model or 'default model'} · turn {turn}"
+
+
+def tool_call_summary(tool: str, args: dict[str, Any]) -> str:
+    return shorten(f"{tool} {json.dumps(args, ensure_ascii=False, sort_keys=True)}")

@@ -1,0 +1,78 @@
+"""Turn the tool calls of a model reply into requests the engine can run (n8n's
+createEngineRequests), or into observations when a call cannot run at all."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from contracts.messages import ToolCall
+from loop.input_validation import describe_validation_error
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A call with validated arguments, ready to run as the tool's activity."""
+
+    call: ToolCall
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RefusedCall:
+    """A call that cannot run; `observation` tells the model why so it can correct itself."""
+
+    call: ToolCall
+    observation: str
+
+
+PlannedCall = ToolRequest | RefusedCall
+
+
+def parse_arguments(raw: str, args_model: type[BaseModel]) -> dict[str, Any] | str:
+    """Validate the model's raw argument text: the arguments as JSON data, or an error text."""
+    text = raw.strip() or "{}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
+    if not isinstance(data, dict):
+        return f"the arguments must be a JSON object, got {type(data).__name__}"
+    try:
+        validated = args_model.model_validate(data)
+    except ValidationError as error:
+        return f"invalid arguments: {describe_validation_error(error)}"
+    return validated.model_dump(mode="json")
+
+
+def plan_tool_calls(
+    calls: Sequence[ToolCall], arg_models: Mapping[str, type[BaseModel]]
+) -> list[PlannedCall]:
+    """One planned call per tool call, in the model's order.
+
+    `arg_models` maps each tool the run may use to its argument model. A name outside it (a
+    hallucinated or disallowed tool) and arguments that fail to parse or validate become
+    `RefusedCall`s whose observation lists what is possible.
+    """
+    planned: list[PlannedCall] = []
+    for call in calls:
+        args_model = arg_models.get(call.name)
+        if args_model is None:
+            available = ", ".join(arg_models) or "none"
+            planned.append(
+                RefusedCall(
+                    call,
+                    f"Error: unknown tool {call.name!r}. Available tools: {available}.",
+                )
+            )
+            continue
+        parsed = parse_arguments(call.arguments, args_model)
+        if isinstance(parsed, str):
+            planned.append(RefusedCall(call, f"Error: tool {call.name!r}: {parsed}"))
+        else:
+            planned.append(ToolRequest(call, parsed))
+    return planned

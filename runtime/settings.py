@@ -1,0 +1,61 @@
+"""Worker configuration, read once from the environment into a small typed model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_TASK_QUEUE = "agents"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+
+
+class WorkerSettings(BaseModel):
+    """Everything the worker process needs; the API key is a `SecretStr` so it never prints.
+
+    | variable | meaning | default |
+    | --- | --- | --- |
+    | TEMPORAL_ADDRESS | server to use; unset: localhost:7233, or an embedded dev server | unset |
+    | TEMPORAL_NAMESPACE | namespace | default |
+    | TASK_QUEUE | task queue of workflows and activities | agents |
+    | OPENAI_API_KEY | key of an OpenAI-compatible server; unset: the offline demo model | unset |
+    | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
+    | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
+    | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    temporal_address: str | None = None
+    temporal_namespace: str = "default"
+    task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    model: str | None = None
+    workspace: Path = Path("workspace")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        key = get("OPENAI_API_KEY")
+        return cls(
+            temporal_address=get("TEMPORAL_ADDRESS"),
+            temporal_namespace=get("TEMPORAL_NAMESPACE") or "default",
+            task_queue=get("TASK_QUEUE") or DEFAULT_TASK_QUEUE,
+            openai_api_key=SecretStr(key) if key else None,
+            openai_base_url=get("OPENAI_BASE_URL"),
+            model=get("MODEL"),
+            workspace=Path(get("AGENT_WORKSPACE") or "workspace"),
+        )
+
+    @property
+    def uses_demo_model(self) -> bool:
+        return self.openai_api_key is None

@@ -1,0 +1,51 @@
+"""Assemble the Temporal workers of this application.
+
+One worker on the main task queue runs `AgentWorkflow`, `call_model` and every tool without a
+queue of its own; a tool registered with `task_queue="gpu"` (say) gets a worker on that queue.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from concurrent.futures import Executor
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.chat_model import ChatModel
+from activities.model_activity import ModelActivities
+from activities.tool_activities import tool_activities
+from tools.definition import Tool
+from tools.registry import ToolRegistry
+from workflows.agent_workflow import AgentWorkflow
+
+
+def build_workers(
+    client: Client,
+    *,
+    task_queue: str,
+    model: ChatModel,
+    registry: ToolRegistry,
+    workspace: Path,
+    activity_executor: Executor | None = None,
+) -> list[Worker]:
+    """The workers to run: the main one first, then one per extra tool task queue."""
+    by_queue: dict[str, list[Tool]] = defaultdict(list)
+    for item in registry.all():
+        by_queue[item.options.task_queue or task_queue].append(item)
+    main = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentWorkflow],
+        activities=[
+            ModelActivities(model).call_model,
+            *tool_activities(by_queue.pop(task_queue, []), workspace),
+        ],
+        activity_executor=activity_executor,
+    )
+    extra = [
+        Worker(client, task_queue=queue, activities=tool_activities(tools, workspace))
+        for queue, tools in by_queue.items()
+    ]
+    return [main, *extra]

@@ -1,0 +1,109 @@
+"""Tools that exist only for the tests: they fail, stall, flood or wait on each other on purpose.
+
+They are registered into the application's `REGISTRY` (the same way a user adds a tool), so the
+real workflow and the real worker run them as activities named after them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+from pydantic import BaseModel
+
+from tools.catalog import REGISTRY
+from tools.definition import ToolContext, ToolError, ToolRetry, tool
+
+FAST_RETRY = ToolRetry(max_attempts=3, initial_interval_seconds=0.1, max_interval_seconds=0.2)
+attempts: dict[str, int] = defaultdict(int)
+executions: dict[str, int] = defaultdict(int)
+_arrived: dict[str, int] = defaultdict(int)
+_all_arrived: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+
+
+class EchoArgs(BaseModel):
+    text: str
+
+
+class FlakyArgs(BaseModel):
+    failures: int
+
+
+class SleepArgs(BaseModel):
+    seconds: float
+
+
+class SizeArgs(BaseModel):
+    chars: int
+
+
+class RendezvousArgs(BaseModel):
+    group: str
+    size: int
+    label: str
+
+
+@tool()
+async def echo(args: EchoArgs, ctx: ToolContext) -> str:
+    """Return the text it was given."""
+    executions[ctx.idempotency_key] += 1
+    return args.text
+
+
+@tool(retry=FAST_RETRY)
+async def flaky(args: FlakyArgs, ctx: ToolContext) -> str:
+    """Fail with a transient error `failures` times for this call, then succeed."""
+    attempts[ctx.idempotency_key] += 1
+    if attempts[ctx.idempotency_key] <= args.failures:
+        raise RuntimeError(f"transient failure {attempts[ctx.idempotency_key]}")
+    return f"worked on attempt {attempts[ctx.idempotency_key]}"
+
+
+@tool(retry=FAST_RETRY)
+async def always_fails(args: EchoArgs) -> str:
+    """Raise an unexpected exception every time."""
+    raise RuntimeError(f"disk on fire ({args.text})")
+
+
+@tool()
+async def refuses(args: EchoArgs) -> str:
+    """Report an expected failure."""
+    raise ToolError(f"cannot do that with {args.text!r}")
+
+
+@tool(timeout_seconds=1, retry=ToolRetry(max_attempts=1))
+async def sleepy(args: SleepArgs) -> str:
+    """Sleep longer than its one-second timeout allows."""
+    await asyncio.sleep(args.seconds)
+    return "woke up"
+
+
+@tool(on_error="stop")
+async def must_work(args: EchoArgs) -> str:
+    """A tool whose failure must stop the run."""
+    raise ToolError(f"critical failure: {args.text}")
+
+
+@tool()
+async def big_output(args: SizeArgs) -> str:
+    """Return `chars` characters."""
+    return "x" * args.chars
+
+
+@tool(timeout_seconds=10, retry=ToolRetry(max_attempts=1))
+async def rendezvous(args: RendezvousArgs) -> str:
+    """Wait until `size` calls of the same group are running at once: proves concurrency."""
+    _arrived[args.group] += 1
+    if _arrived[args.group] >= args.size:
+        _all_arrived[args.group].set()
+    try:
+        await asyncio.wait_for(_all_arrived[args.group].wait(), timeout=5)
+    except TimeoutError:
+        raise ToolError(f"{args.label} ran alone: the calls were not concurrent") from None
+    return f"{args.label} met {args.size - 1} others"
+
+
+TEST_TOOLS = [echo, flaky, always_fails, refuses, sleepy, must_work, big_output, rendezvous]
+for _item in TEST_TOOLS:
+    if REGISTRY.get(_item.name) is None:
+        REGISTRY.register(_item)

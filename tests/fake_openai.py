@@ -1,0 +1,747 @@
+"""A scriptable fake OpenAI-compatible server speaking the Chat Completions wire format.
+
+Why: the test-suite must exercise the *real* ``openai.AsyncOpenAI`` client (its HTTP
+transport, retries, error mapping and response parsing) instead of mocking it, so this
+module runs a tiny HTTP/1.1 server on ``127.0.0.1`` that answers exactly what the real
+API would send. Standard library only, so it can be used from tests and benchmarks alike.
+
+Typical use::
+
+    with FakeOpenAIServer() as server:
+        server.enqueue(tool_calls(call("add", {"a": 1, "b": 2})), text("3"))
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        ...
+        assert server.requests[0]["messages"][0]["role"] == "user"
+
+Replies are scripted either through a FIFO queue (:meth:`FakeOpenAIServer.enqueue`) or a
+handler function (:meth:`FakeOpenAIServer.set_handler`) that sees the request body; the
+queue takes precedence and the handler is the fallback once it is empty.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, TypeAlias
+
+__all__ = [
+    "Completion",
+    "DelayReply",
+    "DropReply",
+    "ErrorReply",
+    "FakeOpenAIServer",
+    "Handler",
+    "RawReply",
+    "RecordedRequest",
+    "Reply",
+    "ReplyLike",
+    "ToolCall",
+    "call",
+    "delay",
+    "drop",
+    "error",
+    "raw",
+    "text",
+    "tool_calls",
+]
+
+DEFAULT_USAGE: tuple[int, int] = (10, 5)
+"""(prompt_tokens, completion_tokens) reported when a reply does not say otherwise."""
+
+_POLL_INTERVAL = 0.01
+"""How often serve_forever checks for shutdown; bounds how long :meth:`stop` waits."""
+
+DEFAULT_MODEL = "fake-model"
+"""Model name echoed when the request carries no ``model`` field."""
+
+
+# --------------------------------------------------------------------------------------
+# Reply types
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call inside an assistant message.
+
+    ``arguments`` is sent verbatim (the real API sends a JSON *string* that the model
+    produced, which may be malformed). ``id`` of ``None`` means "generate ``call_<n>``"
+    from a per-server counter when the reply is served, so ids are deterministic per test.
+    """
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A successful ``chat.completion`` response (HTTP 200).
+
+    ``usage`` is ``(prompt_tokens, completion_tokens)``; ``total_tokens`` is derived.
+    ``model`` overrides the echoed request model. ``message_extra`` adds arbitrary extra
+    keys to the assistant message (provider extensions); ``headers`` adds response headers.
+    """
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    reasoning_content: str | None = None
+    finish_reason: str = "stop"
+    usage: tuple[int, int] = DEFAULT_USAGE
+    model: str | None = None
+    message_extra: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ErrorReply:
+    """An HTTP error with an OpenAI-shaped JSON body.
+
+    The body is ``{"error": {"message", "type", "param", "code"}}`` unless ``body`` is
+    given, in which case it is sent as-is. ``headers`` lets tests send ``Retry-After``,
+    ``retry-after-ms`` or ``x-should-retry`` to drive the client's retry logic.
+    """
+
+    status: int
+    message: str
+    type: str | None = None
+    code: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """Arbitrary status, bytes and headers, e.g. a 200 with a body that is not JSON.
+
+    ``Content-Length`` is always computed by the server (keep-alive must stay correct);
+    ``Content-Type`` defaults to ``application/json`` unless given in ``headers``.
+    """
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DelayReply:
+    """Wait ``seconds`` before serving ``then`` (for client-timeout tests).
+
+    The wait is interrupted when the server stops, so a long delay never blocks teardown.
+    """
+
+    seconds: float
+    then: ReplyLike
+
+
+@dataclass(frozen=True)
+class DropReply:
+    """Close the connection without sending any response (for connection-error tests)."""
+
+
+Reply: TypeAlias = Completion | ErrorReply | RawReply | DelayReply | DropReply
+ReplyLike: TypeAlias = Reply | str
+"""A reply, or a plain ``str`` as shorthand for ``text(that_str)``."""
+
+Handler: TypeAlias = Callable[[dict[str, Any]], ReplyLike]
+"""A function from the parsed request body to the reply to send."""
+
+
+# --------------------------------------------------------------------------------------
+# Factory helpers
+# --------------------------------------------------------------------------------------
+
+
+def text(
+    content: str,
+    *,
+    reasoning_content: str | None = None,
+    finish_reason: str = "stop",
+    usage: tuple[int, int] = DEFAULT_USAGE,
+) -> Completion:
+    """An assistant message with ``content`` (optionally with ``reasoning_content``)."""
+    return Completion(
+        content=content,
+        reasoning_content=reasoning_content,
+        finish_reason=finish_reason,
+        usage=usage,
+    )
+
+
+def call(name: str, arguments: str | Mapping[str, Any] = "{}", id: str | None = None) -> ToolCall:
+    """One tool call: a mapping is ``json.dumps``-ed, a ``str`` is sent verbatim.
+
+    Passing a string lets tests send malformed JSON exactly as a model might.
+    ``id=None`` generates ``call_<n>`` when served.
+    """
+    args = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+    return ToolCall(name=name, arguments=args, id=id)
+
+
+def tool_calls(
+    *calls: ToolCall,
+    content: str | None = None,
+    reasoning_content: str | None = None,
+    finish_reason: str = "tool_calls",
+    usage: tuple[int, int] = DEFAULT_USAGE,
+) -> Completion:
+    """An assistant message requesting one or more tool calls, in the given order."""
+    if not calls:
+        raise ValueError("tool_calls() needs at least one call(...)")
+    return Completion(
+        content=content,
+        tool_calls=tuple(calls),
+        reasoning_content=reasoning_content,
+        finish_reason=finish_reason,
+        usage=usage,
+    )
+
+
+_ERROR_DEFAULTS: dict[int, tuple[str, str | None]] = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("permission_error", None),
+    404: ("invalid_request_error", "model_not_found"),
+    408: ("timeout_error", None),
+    409: ("conflict_error", None),
+    422: ("invalid_request_error", None),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def error(
+    status: int,
+    message: str | None = None,
+    *,
+    type: str | None = None,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    body: Mapping[str, Any] | None = None,
+) -> ErrorReply:
+    """An HTTP error; ``type``/``code`` default to what the real API uses for ``status``.
+
+    ``message`` defaults to the HTTP reason phrase. ``body`` replaces the whole JSON body.
+    """
+    default_type, default_code = _ERROR_DEFAULTS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", None)
+    )
+    if message is None:
+        try:
+            message = f"fake error: {HTTPStatus(status).phrase}"
+        except ValueError:
+            message = f"fake error: HTTP {status}"
+    return ErrorReply(
+        status=status,
+        message=message,
+        type=type if type is not None else default_type,
+        code=code if code is not None else default_code,
+        headers=dict(headers or {}),
+        body=body,
+    )
+
+
+def raw(status: int, body: bytes | str, headers: Mapping[str, str] | None = None) -> RawReply:
+    """Send arbitrary (possibly malformed) bytes; a ``str`` body is UTF-8 encoded."""
+    data = body.encode() if isinstance(body, str) else body
+    return RawReply(status=status, body=data, headers=dict(headers or {}))
+
+
+def delay(seconds: float, then_reply: ReplyLike) -> DelayReply:
+    """Sleep ``seconds`` before answering with ``then_reply``."""
+    return DelayReply(seconds=seconds, then=then_reply)
+
+
+def drop() -> DropReply:
+    """Close the connection without answering."""
+    return DropReply()
+
+
+# --------------------------------------------------------------------------------------
+# Recording
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request received on ``POST /v1/chat/completions``.
+
+    ``headers`` keys are lower-cased (``req.headers["authorization"]``). ``body`` is the
+    parsed JSON (``{}`` if it was not a JSON object; ``raw`` keeps the bytes). Indexing
+    delegates to ``body`` so ``server.requests[0]["messages"]`` works too.
+    """
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    raw: bytes = b""
+    path: str = "/v1/chat/completions"
+
+    def __getitem__(self, key: str) -> Any:
+        return self.body[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.body
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``body.get(key, default)``."""
+        return self.body.get(key, default)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's ``messages`` list (empty if absent)."""
+        msgs = self.body.get("messages", [])
+        return msgs if isinstance(msgs, list) else []
+
+
+# --------------------------------------------------------------------------------------
+# Server
+# --------------------------------------------------------------------------------------
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer that tracks its handler threads and connection sockets.
+
+    Tracking lets :meth:`FakeOpenAIServer.stop` unblock idle keep-alive connections (by
+    shutting their sockets down) and join every handler thread, so nothing leaks.
+    """
+
+    daemon_threads = True
+    block_on_close = False  # we join our own tracked threads, with a timeout
+    allow_reuse_address = True
+
+    def __init__(self, fake: FakeOpenAIServer) -> None:
+        self.fake = fake
+        self._track_lock = threading.Lock()
+        self._conn_sockets: set[socket.socket] = set()
+        self._conn_threads: set[threading.Thread] = set()
+        super().__init__(("127.0.0.1", 0), _RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self._run_connection,
+            args=(request, client_address),
+            name=f"fake-openai-conn-{client_address[1]}",
+            daemon=True,
+        )
+        with self._track_lock:
+            self._conn_sockets.add(request)
+            self._conn_threads.add(thread)
+        thread.start()
+
+    def _run_connection(self, request: Any, client_address: Any) -> None:
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            with self._track_lock:
+                self._conn_sockets.discard(request)
+                self._conn_threads.discard(threading.current_thread())
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet about clients that went away; report anything else."""
+        if isinstance(sys.exc_info()[1], OSError):  # includes ConnectionError, TimeoutError
+            return
+        self.fake._note_error(f"connection handler crashed:\n{traceback.format_exc()}")
+
+    def close_connections(self) -> list[threading.Thread]:
+        """Shut down every open connection socket; return the threads still running."""
+        with self._track_lock:
+            sockets = list(self._conn_sockets)
+            threads = list(self._conn_threads)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        return threads
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    """Speaks just enough HTTP/1.1 (keep-alive, Content-Length, chunked uploads)."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "FakeOpenAI/1.0"
+    server: _HTTPServer
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging; tests inspect ``server.requests`` instead."""
+
+    def _read_body(self) -> bytes:
+        """Read the whole request body so the next request on the connection parses."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size_line = self.rfile.readline()
+                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # discard trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()  # CRLF after each chunk
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        """Write a complete response; always with an exact Content-Length."""
+        extra = {k: v for k, v in (headers or {}).items() if k.lower() != "content-length"}
+        self.send_response(status)
+        if not any(k.lower() == "content-type" for k in extra):
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-request-id", self.server.fake._next_id("req_"))
+        for key, value in extra.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        self._send(status, json.dumps(payload).encode(), headers)
+
+    def _send_error_json(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        body = {"error": {"message": message, "type": type, "param": None, "code": code}}
+        self._send_json(status, body, headers)
+
+    def _drop(self) -> None:
+        """Abort the connection: no response, and the handler loop ends."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    # -- routing -----------------------------------------------------------------------
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0].rstrip("/")
+
+    def do_GET(self) -> None:
+        self._read_body()
+        if self._path() == "/v1/models":
+            created = int(time.time())
+            models = [DEFAULT_MODEL, "gpt-4o-mini"]
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": created, "owned_by": "fake"}
+                        for m in models
+                    ],
+                },
+            )
+        else:
+            self._not_found()
+
+    def do_POST(self) -> None:
+        raw_body = self._read_body()
+        if self._path() != "/v1/chat/completions":
+            self._not_found()
+            return
+        fake = self.server.fake
+        try:
+            parsed = json.loads(raw_body) if raw_body else None
+        except ValueError:
+            parsed = None
+        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        fake._record(RecordedRequest(body=body, headers=headers, raw=raw_body, path=self.path))
+
+        if not isinstance(parsed, dict):
+            self._send_error_json(400, "fake server: request body is not a JSON object")
+            return
+        if body.get("stream"):
+            self._send_error_json(
+                400,
+                "fake server: streaming is not supported (send stream=false)",
+                code="stream_not_supported",
+            )
+            return
+
+        try:
+            reply = fake._next_reply(body)
+        except Exception:
+            message = f"fake server: handler raised\n{traceback.format_exc()}"
+            fake._note_error(message)
+            self._send_error_json(
+                500, message, type="fake_server_error", headers={"x-should-retry": "false"}
+            )
+            return
+        if reply is None:
+            message = (
+                f"fake server: script exhausted - no reply queued for request "
+                f"#{fake.request_count} and no handler set"
+            )
+            fake._note_error(message)
+            self._send_error_json(
+                500,
+                message,
+                type="fake_server_error",
+                code="script_exhausted",
+                headers={"x-should-retry": "false"},
+            )
+            return
+        self._serve(reply, body)
+
+    def do_DELETE(self) -> None:
+        self._read_body()
+        self._not_found()
+
+    do_PUT = do_PATCH = do_DELETE
+
+    def _not_found(self) -> None:
+        self._send_error_json(
+            404, f"fake server: no route for {self.command} {self.path}", code="unknown_url"
+        )
+
+    # -- replies -----------------------------------------------------------------------
+
+    def _serve(self, reply: ReplyLike, request_body: dict[str, Any]) -> None:
+        fake = self.server.fake
+        if isinstance(reply, str):
+            reply = text(reply)
+        if isinstance(reply, DelayReply):
+            if fake._stop_event.wait(reply.seconds):
+                self._drop()  # server is stopping: don't keep anyone waiting
+                return
+            self._serve(reply.then, request_body)
+        elif isinstance(reply, DropReply):
+            self._drop()
+        elif isinstance(reply, RawReply):
+            self._send(reply.status, reply.body, reply.headers)
+        elif isinstance(reply, ErrorReply):
+            payload: Mapping[str, Any]
+            if reply.body is not None:
+                payload = reply.body
+            else:
+                payload = {
+                    "error": {
+                        "message": reply.message,
+                        "type": reply.type,
+                        "param": None,
+                        "code": reply.code,
+                    }
+                }
+            self._send_json(reply.status, payload, reply.headers)
+        elif isinstance(reply, Completion):
+            self._send_json(200, fake._completion_json(reply, request_body), reply.headers)
+        else:
+            message = f"fake server: unsupported reply object {reply!r}"
+            fake._note_error(message)
+            self._send_error_json(500, message, type="fake_server_error")
+
+
+class FakeOpenAIServer:
+    """A fake OpenAI Chat Completions endpoint on ``127.0.0.1:<free port>``.
+
+    Use as a context manager or call :meth:`start`/:meth:`stop`. Point the real client at
+    :attr:`base_url`. All public methods are thread-safe: the server answers from its own
+    threads while the test (or a Temporal worker) drives the client.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[ReplyLike] = deque()
+        self._handler: Handler | None = None
+        self._requests: list[RecordedRequest] = []
+        self._errors: list[str] = []
+        self._counters: dict[str, Iterator[int]] = {}
+        self._stop_event = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind a free port and serve from a daemon thread. Returns ``self``."""
+        if self._httpd is not None:
+            raise RuntimeError("FakeOpenAIServer already started")
+        self._stop_event.clear()
+        self._httpd = _HTTPServer(self)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": _POLL_INTERVAL},
+            name=f"fake-openai-{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving, abort open connections and pending delays, join all threads.
+
+        Idempotent. Safe to call while a client is still connected.
+        """
+        httpd, thread = self._httpd, self._thread
+        if httpd is None or thread is None:
+            return
+        httpd.shutdown()  # stop accepting; returns once serve_forever has exited
+        self._stop_event.set()  # wake handlers sleeping in delay()
+        deadline = time.monotonic() + timeout
+        for conn_thread in httpd.close_connections():
+            conn_thread.join(max(0.0, deadline - time.monotonic()))
+        httpd.server_close()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (only valid while running)."""
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not running")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1`` — pass as ``AsyncOpenAI(base_url=...)``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def enqueue(self, *replies: ReplyLike) -> None:
+        """Append replies to the FIFO script; each chat request consumes one."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def set_handler(self, handler: Handler | None) -> None:
+        """Answer with ``handler(body)`` whenever the queue is empty (``None`` clears it)."""
+        with self._lock:
+            self._handler = handler
+
+    @property
+    def pending_replies(self) -> int:
+        """How many queued replies have not been consumed yet."""
+        with self._lock:
+            return len(self._queue)
+
+    def reset(self) -> None:
+        """Forget queued replies, the handler, recorded requests and errors."""
+        with self._lock:
+            self._queue.clear()
+            self._handler = None
+            self._requests.clear()
+            self._errors.clear()
+
+    # -- inspection --------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Snapshot of every chat-completions request received, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        """Number of chat-completions requests received."""
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The most recent chat-completions request (``IndexError`` if none)."""
+        with self._lock:
+            return self._requests[-1]
+
+    @property
+    def errors(self) -> list[str]:
+        """Server-side problems (handler crashes, exhausted script); assert it is empty."""
+        with self._lock:
+            return list(self._errors)
+
+    # -- internals used by the request handler -----------------------------------------
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _note_error(self, message: str) -> None:
+        with self._lock:
+            self._errors.append(message)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            counter = self._counters.setdefault(prefix, itertools.count(1))
+            return f"{prefix}{next(counter)}"
+
+    def _next_reply(self, body: dict[str, Any]) -> ReplyLike | None:
+        """Pop the next scripted reply, else ask the handler, else ``None`` (exhausted)."""
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+            handler = self._handler
+        if handler is None:
+            return None
+        reply = handler(body)
+        if not isinstance(reply, (str, Completion, ErrorReply, RawReply, DelayReply, DropReply)):
+            raise TypeError(f"handler returned {reply!r}, expected a reply object or str")
+        return reply
+
+    def _completion_json(
+        self, reply: Completion, request_body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Render ``reply`` exactly as the real API shapes a non-streaming completion."""
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": tc.id if tc.id is not None else self._next_id("call_"),
+                    "type": "function",
+                    "function": {"name": tc.name, "arguments": tc.arguments},
+                }
+                for tc in reply.tool_calls
+            ]
+        if reply.reasoning_content is not None:
+            message["reasoning_content"] = reply.reasoning_content
+        message.update(reply.message_extra)
+        model = reply.model or request_body.get("model") or DEFAULT_MODEL
+        prompt_tokens, completion_tokens = reply.usage
+        return {
+            "id": self._next_id("chatcmpl-fake"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": reply.finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }

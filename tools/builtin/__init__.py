@@ -1,0 +1,1 @@
+"""Built-in tools: calculator, current_time, read_file."""

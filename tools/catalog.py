@@ -1,0 +1,15 @@
+"""The tools this application offers: the one place a tool is registered.
+
+Adding a tool = writing its function (see `tools.definition`) and listing it here; no loop code
+changes. The workflow reads schemas and argument models from `REGISTRY`; the worker turns each
+entry into an activity named after the tool.
+"""
+
+from __future__ import annotations
+
+from tools.builtin.calculator import calculator
+from tools.builtin.current_time import current_time
+from tools.builtin.files import read_file
+from tools.registry import ToolRegistry
+
+REGISTRY = ToolRegistry([calculator, current_time, read_file])

@@ -1,0 +1,127 @@
+"""Run the agent worker: `python worker.py` (or `make run`).
+
+Without TEMPORAL_ADDRESS it uses the server on localhost:7233 if one answers, else starts an
+embedded dev server (Web UI on http://localhost:8233, data in .temporal/dev.db). Without
+OPENAI_API_KEY it uses the offline demo model. Ctrl-C (or SIGTERM) drains and stops both.
+See runtime/settings.py for every environment variable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+from runtime.dev_server import DevServer, is_listening, temporal_cli
+from runtime.models import chat_model_for
+from runtime.settings import DEFAULT_ADDRESS, WorkerSettings
+from runtime.temporal_client import connect
+from runtime.workers import build_workers
+from tools.catalog import REGISTRY
+
+PROJECT_DIR = Path(__file__).resolve().parent
+log = logging.getLogger("worker")
+
+
+def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
+    """A ready-to-paste `temporal workflow start` command for this worker."""
+    parts = [cli, "workflow", "start"]
+    if address != DEFAULT_ADDRESS:
+        parts += ["--address", address]
+    parts += [
+        "--type",
+        "AgentWorkflow",
+        "--task-queue",
+        settings.task_queue,
+        "--workflow-id",
+        "agent-demo-1",
+        "--input",
+        '{"prompt": "What is 17 * 25?"}',
+    ]
+    return shlex.join(parts)
+
+
+async def serve(settings: WorkerSettings) -> None:
+    server: DevServer | None = None
+    address = settings.temporal_address
+    ui_url = "http://localhost:8233"
+    if address is None:
+        if is_listening("127.0.0.1", 7233):
+            address = DEFAULT_ADDRESS
+            log.info("using the Temporal server already listening on %s", address)
+        else:
+            log.info("no Temporal server on localhost:7233: starting an embedded dev server")
+            server = DevServer.start(db_file=PROJECT_DIR / ".temporal" / "dev.db")
+            address, ui_url = server.address, server.ui_url
+    try:
+        client = await connect(address, settings.temporal_namespace)
+        model = chat_model_for(settings)
+        if settings.uses_demo_model:
+            log.warning(
+                "OPENAI_API_KEY is not set: using the built-in OFFLINE DEMO MODEL "
+                "(arithmetic -> calculator, time questions -> current_time). "
+                "Set OPENAI_API_KEY (and OPENAI_BASE_URL, MODEL) to use a real model."
+            )
+        else:
+            log.info(
+                "model: %s at %s",
+                model.default_model,
+                settings.openai_base_url or "https://api.openai.com/v1",
+            )
+        settings.workspace.mkdir(parents=True, exist_ok=True)
+        workers = build_workers(
+            client,
+            task_queue=settings.task_queue,
+            model=model,
+            registry=REGISTRY,
+            workspace=settings.workspace.resolve(),
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with contextlib.AsyncExitStack() as stack:
+            for worker in workers:
+                await stack.enter_async_context(worker)
+            cli = os.path.relpath(temporal_cli(), Path.cwd())
+            print(
+                f"\nWorker ready on task queue {settings.task_queue!r} at {address} "
+                f"with tools: {', '.join(REGISTRY.names())}\n"
+                f"Web UI: {ui_url}\n"
+                f"Start an agent:\n  {start_command(settings, address, cli)}\n"
+                f"Its result:\n  {cli} workflow result --workflow-id agent-demo-1\n"
+                "Ctrl-C stops the worker" + (" and the embedded server." if server else "."),
+                flush=True,
+            )
+            await stop.wait()
+            log.info("stopping: draining in-flight work")
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def main() -> None:
+    logging.basicConfig(
+        level=os.environ.get("LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(serve(WorkerSettings.from_env()))
+        code = 0
+    except Exception as error:  # one clear line, not a traceback, for start-up problems
+        log.error("worker stopped: %s", error)
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Exit without interpreter finalisation: the SDK's runtime can crash there
+    # (PyGILState_Release, sdk-python#300) after an otherwise clean shutdown.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

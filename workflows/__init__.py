@@ -1,0 +1,1 @@
+"""Temporal workflows: deterministic orchestration of the agent loop, no I/O."""
