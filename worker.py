@@ -19,19 +19,18 @@ from pathlib import Path
 
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.models import chat_model_for
-from runtime.settings import DEFAULT_ADDRESS, WorkerSettings
+from runtime.settings import WorkerSettings
 from runtime.temporal_client import connect
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
 
-PROJECT_DIR = Path(__file__).resolve().parent
 log = logging.getLogger("worker")
 
 
 def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
     """A ready-to-paste `temporal workflow start` command for this worker."""
-    parts = [cli, "workflow", "start"]
-    if address != DEFAULT_ADDRESS:
+    parts = ["workflow", "start"]
+    if address != "localhost:7233":
         parts += ["--address", address]
     parts += [
         "--type",
@@ -43,20 +42,25 @@ def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
         "--input",
         '{"prompt": "What is 17 * 25?"}',
     ]
-    return shlex.join(parts)
+    return f"{cli} {shlex.join(parts)}"
 
 
 async def serve(settings: WorkerSettings) -> None:
     server: DevServer | None = None
     address = settings.temporal_address
-    ui_url = "http://localhost:8233"
+    port = settings.dev_server_port
+    ui_url = f"http://localhost:{settings.dev_server_ui_port}"
     if address is None:
-        if is_listening("127.0.0.1", 7233):
-            address = DEFAULT_ADDRESS
+        if is_listening("127.0.0.1", port):
+            address = f"localhost:{port}"
             log.info("using the Temporal server already listening on %s", address)
         else:
-            log.info("no Temporal server on localhost:7233: starting an embedded dev server")
-            server = DevServer.start(db_file=PROJECT_DIR / ".temporal" / "dev.db")
+            log.info("no Temporal server on localhost:%d: starting an embedded dev server", port)
+            server = DevServer.start(
+                db_file=settings.dev_server_db,
+                port=port,
+                ui_port=settings.dev_server_ui_port,
+            )
             address, ui_url = server.address, server.ui_url
     try:
         client = await connect(address, settings.temporal_namespace)
@@ -80,6 +84,7 @@ async def serve(settings: WorkerSettings) -> None:
             model=model,
             registry=REGISTRY,
             workspace=settings.workspace.resolve(),
+            drain_seconds=settings.drain_seconds,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -88,7 +93,7 @@ async def serve(settings: WorkerSettings) -> None:
         async with contextlib.AsyncExitStack() as stack:
             for worker in workers:
                 await stack.enter_async_context(worker)
-            cli = os.path.relpath(temporal_cli(), Path.cwd())
+            cli = shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))
             print(
                 f"\nWorker ready on task queue {settings.task_queue!r} at {address} "
                 f"with tools: {', '.join(REGISTRY.names())}\n"

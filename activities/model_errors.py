@@ -8,6 +8,7 @@ fail at once and carry the provider's message. The API key is scrubbed from ever
 from __future__ import annotations
 
 import email.utils
+import math
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -35,10 +36,13 @@ def retry_delay(headers: Mapping[str, str], now: float | None = None) -> timedel
         try:
             seconds = float(value)
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            try:
+                parsed = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError):
+                parsed = None  # neither seconds nor an HTTP date: ignore the header
             if parsed is not None:
                 seconds = parsed.timestamp() - (time.time() if now is None else now)
-    if seconds is None or seconds < 0:
+    if seconds is None or math.isnan(seconds) or seconds < 0:
         return None
     return timedelta(seconds=min(seconds, MAX_RETRY_DELAY_SECONDS))
 

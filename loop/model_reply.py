@@ -19,12 +19,17 @@ def normalize_reply(reply: ModelReply, iteration: int) -> ModelReply:
     Some OpenAI-compatible servers omit ids or repeat them; tool messages are matched to calls by
     id, so a missing or repeated id becomes `call_<iteration>_<index>`.
     """
+    taken = {call.id for call in reply.tool_calls}
     seen: set[str] = set()
     calls: list[ToolCall] = []
     for index, call in enumerate(reply.tool_calls):
         call_id = call.id.strip()
         if not call_id or call_id in seen:
             call_id = f"call_{iteration}_{index}"
+            suffix = 0
+            while call_id in taken or call_id in seen:  # never collide with a provider's id
+                suffix += 1
+                call_id = f"call_{iteration}_{index}_{suffix}"
         seen.add(call_id)
         calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return reply.model_copy(update={"tool_calls": calls})

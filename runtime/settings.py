@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_TASK_QUEUE = "agents"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 
@@ -25,6 +24,9 @@ class WorkerSettings(BaseModel):
     | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
     | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
+    | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
+    | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
+    | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
     """
 
     model_config = ConfigDict(frozen=True)
@@ -36,6 +38,10 @@ class WorkerSettings(BaseModel):
     openai_base_url: str | None = None
     model: str | None = None
     workspace: Path = Path("workspace")
+    dev_server_port: int = Field(default=7233, gt=0, lt=65536)
+    dev_server_ui_port: int = Field(default=8233, gt=0, lt=65536)
+    dev_server_db: Path = Path(".temporal/dev.db")
+    drain_seconds: float = Field(default=30.0, ge=0)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -54,6 +60,10 @@ class WorkerSettings(BaseModel):
             openai_base_url=get("OPENAI_BASE_URL"),
             model=get("MODEL"),
             workspace=Path(get("AGENT_WORKSPACE") or "workspace"),
+            dev_server_port=int(get("TEMPORAL_DEV_PORT") or 7233),
+            dev_server_ui_port=int(get("TEMPORAL_DEV_UI_PORT") or 8233),
+            dev_server_db=Path(get("TEMPORAL_DEV_DB") or ".temporal/dev.db"),
+            drain_seconds=float(get("WORKER_DRAIN_SECONDS") or 30),
         )
 
     @property

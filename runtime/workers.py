@@ -7,7 +7,7 @@ queue of its own; a tool registered with `task_queue="gpu"` (say) gets a worker 
 from __future__ import annotations
 
 from collections import defaultdict
-from concurrent.futures import Executor
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
@@ -28,9 +28,13 @@ def build_workers(
     model: ChatModel,
     registry: ToolRegistry,
     workspace: Path,
-    activity_executor: Executor | None = None,
+    drain_seconds: float = 0.0,
 ) -> list[Worker]:
-    """The workers to run: the main one first, then one per extra tool task queue."""
+    """The workers to run: the main one first, then one per extra tool task queue.
+
+    On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
+    """
+    drain = timedelta(seconds=drain_seconds)
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in registry.all():
         by_queue[item.options.task_queue or task_queue].append(item)
@@ -42,10 +46,15 @@ def build_workers(
             ModelActivities(model).call_model,
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
-        activity_executor=activity_executor,
+        graceful_shutdown_timeout=drain,
     )
     extra = [
-        Worker(client, task_queue=queue, activities=tool_activities(tools, workspace))
+        Worker(
+            client,
+            task_queue=queue,
+            activities=tool_activities(tools, workspace),
+            graceful_shutdown_timeout=drain,
+        )
         for queue, tools in by_queue.items()
     ]
     return [main, *extra]

@@ -1,0 +1,66 @@
+"""The offline demo model goes through the same `call_model` activity and produces the same
+history shape as a real model."""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from activities.demo_model import DemoChatModel, find_expression
+from contracts.agent_result import AgentResult
+from tests.conftest import activity_types, started_workers
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expression"),
+    [
+        ("What is 17 * 25?", "17 * 25"),
+        ("17 shirts at 25 dollars: 17 x 25", "17 * 25"),
+        ("compute (2+3)*4 please", "(2+3)*4"),
+        ("what is 6 times 7", "6 * 7"),
+        ("hello there", None),
+        ("I have 3 cats", None),
+    ],
+)
+def test_demo_model_finds_arithmetic(prompt: str, expression: str | None) -> None:
+    found = find_expression(prompt)
+    assert (found.replace(" ", "") if found else None) == (
+        expression.replace(" ", "") if expression else None
+    )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "tools", "answer_starts"),
+    [
+        ("What is 17 * 25?", ["calculator"], "The answer is 425."),
+        ("What time is it?", ["current_time"], "It is now 20"),
+        ("Tell me a joke", [], "(offline demo model)"),
+    ],
+)
+async def test_demo_model_runs_the_whole_flow(
+    temporal_env: WorkflowEnvironment,
+    tmp_path: Path,
+    prompt: str,
+    tools: list[str],
+    answer_starts: str,
+) -> None:
+    async with AsyncExitStack() as stack:
+        queue = await started_workers(stack, temporal_env.client, DemoChatModel(), tmp_path)
+        handle = await temporal_env.client.start_workflow(
+            "AgentWorkflow",
+            {"prompt": prompt},
+            id=f"demo-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=AgentResult,
+        )
+        result = await handle.result()
+    assert result.answer.startswith(answer_starts)
+    assert result.model == "demo-offline"
+    assert [s.tool for s in result.steps] == tools
+    assert result.usage.total_tokens > 0
+    expected = ["call_model", *tools, "call_model"] if tools else ["call_model"]
+    assert await activity_types(handle) == expected
