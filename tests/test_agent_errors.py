@@ -3,6 +3,7 @@ observation or ends the run with a clear error; nothing is stuck retrying a work
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -211,3 +212,47 @@ async def test_model_retries_are_bounded(agent: AgentHarness) -> None:
         await handle.result()
     assert "always broken" in failure_cause(caught.value).message
     assert agent.fake.request_count == 2
+
+
+def completion_body(message: dict[str, Any]) -> str:
+    return json.dumps(
+        {
+            "id": "chatcmpl-raw",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "raw-model",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+    )
+
+
+async def test_empty_tool_call_list_is_a_plain_answer(agent: AgentHarness) -> None:
+    agent.fake.enqueue(
+        fake.raw(200, completion_body({"role": "assistant", "content": "hi", "tool_calls": []}))
+    )
+    result, _ = await agent.run({"prompt": "x"})
+    assert (result.answer, result.steps, result.usage.total_tokens) == ("hi", [], 0)
+
+
+async def test_structurally_malformed_tool_calls_are_handled(agent: AgentHarness) -> None:
+    agent.fake.enqueue(
+        fake.raw(
+            200,
+            completion_body(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "a", "type": "function", "function": {"name": "echo"}},
+                        {"id": "b", "type": "function", "function": {"arguments": "{}"}},
+                    ],
+                }
+            ),
+        ),
+        fake.text("recovered"),
+    )
+    result, _ = await agent.run({"prompt": "x", "tools": ["echo"]})
+    assert result.answer == "recovered"
+    first, second = result.steps
+    assert first.observation.startswith("Error: tool 'echo': invalid arguments: text:")
+    assert second.observation.startswith("Error: unknown tool ''")
