@@ -27,11 +27,14 @@ from tools.catalog import REGISTRY
 log = logging.getLogger("worker")
 
 
+def address_flag(address: str) -> list[str]:
+    """`--address X` unless X is the CLI's own default."""
+    return [] if address == "localhost:7233" else ["--address", address]
+
+
 def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
     """A ready-to-paste `temporal workflow start` command for this worker."""
-    parts = ["workflow", "start"]
-    if address != "localhost:7233":
-        parts += ["--address", address]
+    parts = ["workflow", "start", *address_flag(address)]
     parts += [
         "--type",
         "AgentWorkflow",
@@ -99,7 +102,9 @@ async def serve(settings: WorkerSettings) -> None:
                 f"with tools: {', '.join(REGISTRY.names())}\n"
                 f"Web UI: {ui_url}\n"
                 f"Start an agent:\n  {start_command(settings, address, cli)}\n"
-                f"Its result:\n  {cli} workflow result --workflow-id agent-demo-1\n"
+                f"Its result:\n  {cli} "
+                f"{shlex.join(['workflow', 'result', *address_flag(address)])}"
+                " --workflow-id agent-demo-1\n"
                 "Ctrl-C stops the worker" + (" and the embedded server." if server else "."),
                 flush=True,
             )

@@ -73,5 +73,5 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
 def tool_activities(
     tools: Iterable[Tool], workspace: Path
 ) -> list[Callable[[ToolInvocation], Any]]:
-    """One activity per tool in `tools`."""
-    return [tool_activity(item, workspace) for item in tools]
+    """One activity per tool in `tools` (question tools have none: a person answers them)."""
+    return [tool_activity(item, workspace) for item in tools if not item.asks_user]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.approvals import TimeoutAction
+
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
@@ -33,4 +35,12 @@ class AgentInput(BaseModel):
     )
     model_max_attempts: int = Field(
         default=5, ge=1, le=50, description="Attempts per model call before the run fails."
+    )
+    approval_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a call waits for a person (approval or reply); None: no limit.",
+    )
+    approval_timeout_action: TimeoutAction = Field(
+        default="reject", description="On expiry: reject (default), approve, or fail the run."
     )

@@ -7,17 +7,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from contracts.approvals import HumanDecision
 from contracts.usage import TokenUsage
 
 StopReason = Literal["completed", "max_iterations", "empty_answer"]
-StepStatus = Literal["ok", "error"]
+StepStatus = Literal["ok", "error", "rejected"]
 
 
 class ToolStep(BaseModel):
     """One tool call of the run and what came of it (n8n's intermediate step).
 
-    `args` holds the validated arguments, or None when the model's argument text was not valid;
-    `raw_arguments` is always the text the model sent.
+    `args` holds the arguments the tool ran with (a reviewer may have edited them), or None when
+    the model's argument text was not valid; `raw_arguments` is always the text the model sent.
+    `human` records the person's decision (or its timeout) for calls that waited for one.
     """
 
     iteration: int
@@ -29,6 +31,7 @@ class ToolStep(BaseModel):
     status: StepStatus
     started_at: datetime
     finished_at: datetime
+    human: HumanDecision | None = None
 
 
 class AgentResult(BaseModel):

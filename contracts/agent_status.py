@@ -7,9 +7,10 @@ from typing import Literal
 from pydantic import BaseModel
 
 from contracts.agent_result import StopReason, ToolStep
+from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 
-Phase = Literal["starting", "thinking", "running_tools", "done"]
+Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done"]
 
 
 class AgentStatus(BaseModel):
@@ -23,3 +24,4 @@ class AgentStatus(BaseModel):
     steps: int = 0
     recent_steps: list[ToolStep] = []
     stop_reason: StopReason | None = None
+    pending: list[PendingRequest] = []

@@ -17,3 +17,6 @@ TOOL_ERROR = "ToolError"
 
 TOOL_FAILED_RUN = "ToolFailedRun"
 """A tool registered with `on_error="stop"` failed, so the run fails."""
+
+HUMAN_WAIT_TIMED_OUT = "HumanWaitTimedOut"
+"""An approval or question expired and its timeout action is `fail`."""

@@ -18,5 +18,6 @@ def model_call_summary(model: str | None, turn: int) -> str:
     return f"{model or 'default model'} · turn {turn}"
 
 
-def tool_call_summary(tool: str, args: dict[str, Any]) -> str:
-    return shorten(f"{tool} {json.dumps(args, ensure_ascii=False, sort_keys=True)}")
+def tool_call_summary(args: dict[str, Any]) -> str:
+    """The call's arguments (the Web UI already shows the activity type, i.e. the tool name)."""
+    return shorten(json.dumps(args, ensure_ascii=False, sort_keys=True))

@@ -37,6 +37,15 @@ class SizeArgs(BaseModel):
     chars: int
 
 
+class PayArgs(BaseModel):
+    amount: float
+    to: str
+
+
+class EffectArgs(BaseModel):
+    label: str
+
+
 class RendezvousArgs(BaseModel):
     group: str
     size: int
@@ -103,7 +112,23 @@ async def rendezvous(args: RendezvousArgs) -> str:
     return f"{args.label} met {args.size - 1} others"
 
 
-TEST_TOOLS = [echo, flaky, always_fails, refuses, sleepy, must_work, big_output, rendezvous]
+@tool(requires_approval=lambda args: args.amount > 100)
+async def pay(args: PayArgs) -> str:
+    """Pay an amount; more than 100 needs a person's approval."""
+    return f"paid {args.amount:g} to {args.to}"
+
+
+@tool(requires_approval=True)
+async def side_effect(args: EffectArgs, ctx: ToolContext) -> str:
+    """A side effect that must happen at most once; counts its executions."""
+    executions[ctx.idempotency_key] += 1
+    return f"did {args.label}"
+
+
+TEST_TOOLS = [
+    echo, flaky, always_fails, refuses, sleepy, must_work, big_output, rendezvous, pay,
+    side_effect,
+]  # fmt: skip
 for _item in TEST_TOOLS:
     if REGISTRY.get(_item.name) is None:
         REGISTRY.register(_item)

@@ -89,10 +89,14 @@ async def history_json(handle: WorkflowHandle[Any, Any]) -> str:
 
 
 async def started_workers(
-    stack: AsyncExitStack, client: Client, model: ChatModel, workspace: Path
+    stack: AsyncExitStack,
+    client: Client,
+    model: ChatModel,
+    workspace: Path,
+    task_queue: str | None = None,
 ) -> str:
-    """Start the application's workers on a fresh task queue; return the queue name."""
-    task_queue = f"agents-test-{uuid.uuid4()}"
+    """Start the application's workers (on a fresh task queue unless one is named)."""
+    task_queue = task_queue or f"agents-test-{uuid.uuid4()}"
     for worker in build_workers(
         client, task_queue=task_queue, model=model, registry=REGISTRY, workspace=workspace
     ):

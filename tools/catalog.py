@@ -7,9 +7,11 @@ entry into an activity named after the tool.
 
 from __future__ import annotations
 
+from tools.builtin.ask_user import ask_user
 from tools.builtin.calculator import calculator
 from tools.builtin.current_time import current_time
 from tools.builtin.files import read_file
+from tools.builtin.write_file import write_file
 from tools.registry import ToolRegistry
 
-REGISTRY = ToolRegistry([calculator, current_time, read_file])
+REGISTRY = ToolRegistry([calculator, current_time, read_file, write_file, ask_user])

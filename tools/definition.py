@@ -29,6 +29,7 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.approvals import TimeoutAction
 from contracts.model_io import ToolSchema
 
 
@@ -75,6 +76,9 @@ class ToolOptions(BaseModel):
     retry: ToolRetry = ToolRetry()
     task_queue: str | None = None
     on_error: Literal["continue", "stop"] = "continue"
+    requires_approval: bool | Callable[[Any], bool] = False
+    approval_timeout_seconds: float | None = Field(default=None, gt=0)
+    on_approval_timeout: TimeoutAction | None = None
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -90,6 +94,9 @@ class Tool:
     function: ToolFunction
     options: ToolOptions
     wants_context: bool
+    asks_user: bool = False
+    """True for a question to the user (`ask_user`): the workflow waits for a `reply` signal
+    instead of scheduling an activity, so the worker registers no activity for it."""
 
     def schema(self) -> ToolSchema:
         """The definition sent to the model (Chat Completions `function` tool)."""
@@ -112,6 +119,9 @@ def tool(
     retry: ToolRetry | None = None,
     task_queue: str | None = None,
     on_error: Literal["continue", "stop"] = "continue",
+    requires_approval: bool | Callable[[Any], bool] = False,
+    approval_timeout_seconds: float | None = None,
+    on_approval_timeout: TimeoutAction | None = None,
 ) -> Callable[[ToolFunction], Tool]:
     """Turn a typed async function into a `Tool` (see the module docstring)."""
     options = ToolOptions(
@@ -120,6 +130,9 @@ def tool(
         retry=retry or ToolRetry(),
         task_queue=task_queue,
         on_error=on_error,
+        requires_approval=requires_approval,
+        approval_timeout_seconds=approval_timeout_seconds,
+        on_approval_timeout=on_approval_timeout,
     )
 
     def wrap(function: ToolFunction) -> Tool:
@@ -153,4 +166,30 @@ def make_tool(
         function=function,
         options=options or ToolOptions(),
         wants_context=len(params) == 2,
+    )
+
+
+async def _answered_by_a_person(args: BaseModel) -> Any:
+    raise RuntimeError("a question tool is answered by a `reply` signal, never run as an activity")
+
+
+def question_tool(
+    *,
+    name: str,
+    description: str,
+    args_model: type[BaseModel],
+    timeout_seconds: float | None = None,
+    on_timeout: TimeoutAction | None = None,
+) -> Tool:
+    """A tool whose result is a person's reply (see `ask_user`): the workflow waits for it."""
+    return Tool(
+        name=name,
+        description=description,
+        args_model=args_model,
+        function=_answered_by_a_person,
+        options=ToolOptions(
+            approval_timeout_seconds=timeout_seconds, on_approval_timeout=on_timeout
+        ),
+        wants_context=False,
+        asks_user=True,
     )

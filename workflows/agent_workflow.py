@@ -3,14 +3,16 @@
 model -> tool calls -> observations -> model ... until an answer. The workflow only decides (with
 the pure functions in `loop/`) and schedules activities: `call_model` for every model turn, and
 one activity named after the tool for every tool call, several at once when the model asks for
-several. Its state between rounds lives in the workflow history; nothing else is persisted.
+several. Calls that need a person (approval, `ask_user`) wait durably in `HumanGate` while the
+others run. State between rounds lives in the workflow history; nothing else is persisted.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -23,32 +25,51 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ValidationError
+
     from contracts.agent_input import AgentInput
-    from contracts.agent_result import AgentResult, StopReason, ToolStep
+    from contracts.agent_result import AgentResult, StepStatus, StopReason, ToolStep
     from contracts.agent_status import AgentStatus, Phase
+    from contracts.approvals import (
+        DECISION_REFUSED,
+        ApproveSignal,
+        DecideUpdate,
+        HumanDecision,
+        PendingRequest,
+        RejectSignal,
+        ReplySignal,
+    )
     from contracts.errors import (
+        HUMAN_WAIT_TIMED_OUT,
         INVALID_INPUT,
         MODEL_CALL_FAILED,
         MODEL_REQUEST_REJECTED,
         TOOL_ERROR,
         TOOL_FAILED_RUN,
     )
-    from contracts.messages import ChatMessage
-    from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest
+    from contracts.messages import ChatMessage, ToolCall
+    from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest, ToolSchema
     from contracts.tool_io import ToolInvocation, ToolOutput
     from contracts.usage import TokenUsage
+    from loop import approvals
     from loop.conversation import append_round, start_conversation
-    from loop.input_validation import InvalidAgentInput, validate_agent_input
+    from loop.input_validation import (
+        InvalidAgentInput,
+        describe_validation_error,
+        validate_agent_input,
+    )
     from loop.limits import max_iterations_message, may_run_tools
     from loop.model_reply import AskAgain, FinalAnswer, normalize_reply, read_final_answer
     from loop.observations import ToolFailure, failure_observation
-    from loop.summaries import model_call_summary, tool_call_summary
+    from loop.summaries import model_call_summary, shorten, tool_call_summary
     from loop.tool_requests import PlannedCall, RefusedCall, plan_tool_calls
     from tools.catalog import REGISTRY
     from tools.definition import Tool
+    from workflows.human_gate import HumanGate
 
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 RECENT_STEPS_IN_STATUS = 5
+SignalT = TypeVar("SignalT", bound=BaseModel)
 
 
 def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
@@ -71,15 +92,86 @@ def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
 
 @workflow.defn(name="AgentWorkflow")
 class AgentWorkflow:
-    """Runs one agent task to an answer. Input: `AgentInput` as JSON; result: `AgentResult`."""
+    """Runs one agent task to an answer. Input: `AgentInput` as JSON; result: `AgentResult`.
+
+    Signals `approve`, `reject`, `reply` and update `decide` answer calls that wait for a
+    person; queries `status` and `pending_approvals` show where the run is.
+    """
 
     def __init__(self) -> None:
         self._status = AgentStatus()
+        self._gate = HumanGate(
+            {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._refresh_details
+        )
+
+    # -- queries -------------------------------------------------------------------------------
 
     @workflow.query(name="status")
     def status(self) -> AgentStatus:
-        """Where the run is: phase, iteration, usage and the most recent steps."""
-        return self._status
+        """Where the run is: phase, iteration, usage, pending requests, recent steps."""
+        return self._status.model_copy(update={"pending": list(self._gate.pending.values())})
+
+    @workflow.query(name="pending_approvals")
+    def pending_approvals(self) -> list[PendingRequest]:
+        """Calls waiting for a person, each with the CLI command that answers it."""
+        return list(self._gate.pending.values())
+
+    # -- decisions from people -----------------------------------------------------------------
+
+    @workflow.signal(name="approve")
+    def approve(self, raw: Any) -> None:
+        """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
+        self._apply("approve", ApproveSignal, raw, self._gate.approve)
+
+    @workflow.signal(name="reject")
+    def reject(self, raw: Any) -> None:
+        """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
+        self._apply("reject", RejectSignal, raw, self._gate.reject)
+
+    @workflow.signal(name="reply")
+    def reply(self, raw: Any) -> None:
+        """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
+        self._apply("reply", ReplySignal, raw, self._gate.reply)
+
+    @workflow.update(name="decide")
+    def decide(self, raw: Any) -> HumanDecision:
+        """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
+        returns the recorded decision."""
+        try:
+            return self._gate.decide(DecideUpdate.model_validate(raw))
+        except (ValidationError, approvals.DecisionRefused) as error:
+            raise ApplicationError(str(error), type=DECISION_REFUSED, non_retryable=True) from None
+
+    @decide.validator
+    def validate_decide(self, raw: Any) -> None:
+        """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
+        try:
+            update = DecideUpdate.model_validate(raw)
+        except ValidationError as error:
+            raise ApplicationError(
+                f"invalid decide input: {describe_validation_error(error)}",
+                type=DECISION_REFUSED,
+                non_retryable=True,
+            ) from None
+        try:
+            self._gate.check(update)
+        except approvals.DecisionRefused as error:
+            raise ApplicationError(str(error), type=DECISION_REFUSED, non_retryable=True) from None
+
+    def _apply(
+        self, name: str, model: type[SignalT], raw: Any, apply: Callable[[SignalT], object]
+    ) -> None:
+        """Apply a signal; one that cannot apply is logged and ignored, never failing the run."""
+        try:
+            apply(model.model_validate(raw))
+        except ValidationError as error:
+            workflow.logger.warning(
+                "signal %s ignored: invalid input: %s", name, describe_validation_error(error)
+            )
+        except approvals.DecisionRefused as error:
+            workflow.logger.warning("signal %s ignored: %s", name, error)
+
+    # -- the loop ------------------------------------------------------------------------------
 
     @workflow.run
     async def run(self, raw_input: Any) -> AgentResult:
@@ -121,7 +213,7 @@ class AgentWorkflow:
                     messages = [*messages, decision.nudge]
                     continue
                 stop: StopReason = (
-                    "completed" if isinstance(decision, FinalAnswer) else ("empty_answer")
+                    "completed" if isinstance(decision, FinalAnswer) else "empty_answer"
                 )
                 return self._finish(decision.text, stop, iteration, steps, usage, model_name)
             nudged = False
@@ -137,10 +229,7 @@ class AgentWorkflow:
             )
             steps.extend(round_steps)
             self._status = self._status.model_copy(
-                update={
-                    "steps": len(steps),
-                    "recent_steps": steps[-RECENT_STEPS_IN_STATUS:],
-                }
+                update={"steps": len(steps), "recent_steps": steps[-RECENT_STEPS_IN_STATUS:]}
             )
             messages = append_round(
                 messages,
@@ -161,7 +250,7 @@ class AgentWorkflow:
         self,
         params: AgentInput,
         messages: list[ChatMessage],
-        schemas: list[Any],
+        schemas: list[ToolSchema],
         iteration: int,
     ) -> ModelReply:
         request = ModelRequest(model=params.model, messages=messages, tools=schemas, turn=iteration)
@@ -197,27 +286,92 @@ class AgentWorkflow:
         params: AgentInput,
         iteration: int,
     ) -> ToolStep:
+        """One call of a round: refused, answered by a person, or run (perhaps after approval)."""
         started = workflow.now()
         call = planned.call
-        if isinstance(planned, RefusedCall):
-            workflow.logger.info("tool call %s refused: %s", call.id, planned.observation)
+
+        def step(
+            observation: str,
+            status: StepStatus,
+            args: dict[str, Any] | None,
+            human: HumanDecision | None = None,
+        ) -> ToolStep:
             return ToolStep(
                 iteration=iteration,
                 call_id=call.id,
                 tool=call.name,
                 raw_arguments=call.arguments,
-                args=None,
-                observation=planned.observation,
-                status="error",
+                args=args,
+                observation=observation,
+                status=status,
                 started_at=started,
-                finished_at=started,
+                finished_at=workflow.now(),
+                human=human,
             )
+
+        if isinstance(planned, RefusedCall):
+            workflow.logger.info("tool call %s refused: %s", call.id, planned.observation)
+            return step(planned.observation, "error", None)
         item = by_name[call.name]
+        args = planned.args
+        human: HumanDecision | None = None
+        if item.asks_user or approvals.needs_approval(item, args):
+            request, human = await self._wait_for_person(item, call, args, params)
+            if not approvals.should_run(human):
+                status: StepStatus = (
+                    "rejected"
+                    if human.outcome == "rejected"
+                    else "error"
+                    if human.outcome == "timed_out" and human.timeout_action != "approve"
+                    else "ok"
+                )
+                return step(approvals.decision_observation(request, human), status, args, human)
+            args = human.executed_args or args
+        observation, status = await self._execute(item, call, args, params, iteration)
+        note = approvals.edited_note(human) if human else None
+        return step(f"{note}\n{observation}" if note else observation, status, args, human)
+
+    async def _wait_for_person(
+        self, item: Tool, call: ToolCall, args: dict[str, Any], params: AgentInput
+    ) -> tuple[PendingRequest, HumanDecision]:
+        seconds, action = approvals.wait_limits(
+            item, params.approval_timeout_seconds, params.approval_timeout_action
+        )
+        request = approvals.open_request(
+            kind="question" if item.asks_user else "approval",
+            workflow_id=workflow.info().workflow_id,
+            call_id=call.id,
+            tool=item.name,
+            args=args,
+            now=workflow.now(),
+            timeout_seconds=seconds,
+            on_timeout=action,
+        )
+        workflow.logger.info("%s %s waits for a person: %s", item.name, call.id, request.command)
+        decision = await self._gate.wait(request)
+        if decision.outcome == "timed_out" and decision.timeout_action == "fail":
+            raise ApplicationError(
+                f"{request.kind} for {item.name} ({call.id}) timed out after "
+                f"{approvals.waited_seconds(request):g}s and the timeout action is 'fail'",
+                type=HUMAN_WAIT_TIMED_OUT,
+                non_retryable=True,
+            )
+        return request, decision
+
+    async def _execute(
+        self,
+        item: Tool,
+        call: ToolCall,
+        args: dict[str, Any],
+        params: AgentInput,
+        iteration: int,
+    ) -> tuple[str, StepStatus]:
+        """Run the tool's activity; a failure becomes an `Error: ...` observation."""
         options = item.options
         invocation = ToolInvocation(
             call_id=call.id,
             tool=item.name,
-            args=planned.args,
+            args=args,
             idempotency_key=f"{workflow.info().workflow_id}/{iteration}/{call.id}",
             max_output_chars=params.max_observation_chars,
         )
@@ -236,38 +390,46 @@ class AgentWorkflow:
                     non_retryable_error_types=[TOOL_ERROR],
                 ),
                 task_queue=options.task_queue,
-                summary=tool_call_summary(item.name, planned.args),
+                summary=tool_call_summary(args),
             )
-            observation, status = output.content, "ok"
         except ActivityError as error:
-            failure = tool_failure(error, item)
-            observation = failure_observation(failure)
+            observation = failure_observation(tool_failure(error, item))
             if options.on_error == "stop":
                 raise ApplicationError(
                     f"tool {item.name} failed and is set to stop the run: {observation}",
                     type=TOOL_FAILED_RUN,
                     non_retryable=True,
                 ) from error
-            status = "error"
-        workflow.logger.info("tool %s call %s: %s", item.name, call.id, status)
-        return ToolStep(
-            iteration=iteration,
-            call_id=call.id,
-            tool=item.name,
-            raw_arguments=call.arguments,
-            args=planned.args,
-            observation=observation,
-            status=status,
-            started_at=started,
-            finished_at=workflow.now(),
-        )
+            workflow.logger.info("tool %s call %s: error", item.name, call.id)
+            return observation, "error"
+        workflow.logger.info("tool %s call %s: ok", item.name, call.id)
+        return output.content, "ok"
+
+    # -- what the Web UI shows -----------------------------------------------------------------
 
     def _set_phase(self, phase: Phase, iteration: int) -> None:
         self._status = self._status.model_copy(update={"phase": phase, "iteration": iteration})
-        workflow.set_current_details(
-            f"turn {iteration}/{self._status.max_iterations}: {phase.replace('_', ' ')} · "
-            f"{self._status.usage.total_tokens} tokens · {self._status.steps} tool calls"
-        )
+        self._refresh_details()
+
+    def _refresh_details(self) -> None:
+        """Current details for the Web UI and `describe`: turn, phase, tokens, who is awaited."""
+        status = self._status
+        pending = list(self._gate.pending.values())
+        if status.phase in ("running_tools", "waiting_for_human"):
+            phase: Phase = "waiting_for_human" if pending else "running_tools"
+            self._status = status = status.model_copy(update={"phase": phase})
+        lines = [
+            f"turn {status.iteration}/{status.max_iterations}: {status.phase.replace('_', ' ')}"
+            f" · {status.usage.total_tokens} tokens · {status.steps} tool calls"
+        ]
+        for request in pending:
+            what = (
+                f"question: {shorten(request.question or '', 200)}"
+                if request.kind == "question"
+                else f"approval: {request.tool} {tool_call_summary(request.args)}"
+            )
+            lines.append(f"waiting for {what}\n  {request.command}")
+        workflow.set_current_details("\n".join(lines))
 
     def _finish(
         self,

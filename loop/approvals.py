@@ -1,0 +1,254 @@
+"""Human-in-the-loop decisions as pure functions: which calls wait for a person, which pending
+call a decision names, whether it can apply, what it records, and what the model is told."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from contracts.approvals import (
+    ALL_PENDING,
+    HumanDecision,
+    PendingRequest,
+    TimeoutAction,
+    WaitKind,
+)
+from loop.input_validation import describe_validation_error
+from tools.definition import Tool
+
+
+class DecisionRefused(ValueError):
+    """A decision that cannot apply (unknown or decided call, wrong kind, bad edited args)."""
+
+
+def args_digest(args: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of `args` (sorted keys, no spaces): binds a decision to
+    exactly the arguments the reviewer saw."""
+    canonical = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def needs_approval(item: Tool, args: Mapping[str, Any]) -> bool:
+    """Whether a call of `item` with these (validated) arguments must wait for approval."""
+    rule = item.options.requires_approval
+    if callable(rule):
+        return bool(rule(item.args_model.model_validate(dict(args))))
+    return bool(rule)
+
+
+def wait_limits(
+    item: Tool, run_timeout_seconds: float | None, run_action: TimeoutAction
+) -> tuple[float | None, TimeoutAction]:
+    """How long a call of `item` may wait for a person, and what happens then (tool over run)."""
+    seconds = item.options.approval_timeout_seconds or run_timeout_seconds
+    return seconds, item.options.on_approval_timeout or run_action
+
+
+def answer_command(workflow_id: str, kind: WaitKind, call_id: str) -> str:
+    """The Temporal CLI command that approves (or, for a question, answers) one pending call."""
+    if kind == "question":
+        name, payload = "reply", {"call_id": call_id, "text": "..."}
+    else:
+        name, payload = "approve", {"call_id": call_id}
+    return (
+        f"temporal workflow signal --workflow-id {shlex.quote(workflow_id)} --name {name} "
+        f"--input {shlex.quote(json.dumps(payload))}"
+    )
+
+
+def open_request(
+    *,
+    kind: WaitKind,
+    workflow_id: str,
+    call_id: str,
+    tool: str,
+    args: dict[str, Any],
+    now: datetime,
+    timeout_seconds: float | None,
+    on_timeout: TimeoutAction,
+) -> PendingRequest:
+    """The pending record of a call that now waits for a person."""
+    question = args.get("question") if kind == "question" else None
+    return PendingRequest(
+        kind=kind,
+        call_id=call_id,
+        tool=tool,
+        args=args,
+        args_digest=args_digest(args),
+        question=question if isinstance(question, str) else None,
+        requested_at=now,
+        expires_at=now + timedelta(seconds=timeout_seconds) if timeout_seconds else None,
+        on_timeout=on_timeout,
+        command=answer_command(workflow_id, kind, call_id),
+    )
+
+
+def select_targets(
+    call_id: str, pending: Mapping[str, PendingRequest], kind: WaitKind
+) -> list[PendingRequest]:
+    """The pending calls a decision names; `*` is every pending approval, or the only question.
+
+    Raises `DecisionRefused` naming what is wrong: an unknown or already-decided id, a decision
+    of the wrong kind (a reply to an approval, an approval of a question), or nothing pending.
+    """
+    of_kind = [p for p in pending.values() if p.kind == kind]
+    noun = "question" if kind == "question" else "approval"
+    if call_id == ALL_PENDING:
+        if not of_kind:
+            raise DecisionRefused(f"no {noun} is pending")
+        if kind == "question" and len(of_kind) > 1:
+            ids = ", ".join(p.call_id for p in of_kind)
+            raise DecisionRefused(f"{len(of_kind)} questions are open ({ids}): name one")
+        return of_kind
+    request = pending.get(call_id)
+    if request is None:
+        open_ids = ", ".join(pending) or "none"
+        raise DecisionRefused(
+            f"no pending call {call_id!r} (unknown or already decided); pending: {open_ids}"
+        )
+    if request.kind != kind:
+        wanted = {"question": "a reply", "approval": "an approval"}
+        raise DecisionRefused(
+            f"call {call_id!r} is waiting for {wanted[request.kind]}, not for {wanted[kind]}"
+        )
+    return [request]
+
+
+def check_edited_args(
+    request: PendingRequest, args: dict[str, Any] | None, args_model: type[BaseModel]
+) -> dict[str, Any] | None:
+    """Validate edited arguments against the tool's schema; None when there are none."""
+    if args is None:
+        return None
+    try:
+        return args_model.model_validate(args).model_dump(mode="json")
+    except ValidationError as error:
+        raise DecisionRefused(
+            f"edited arguments for {request.tool} are invalid: {describe_validation_error(error)}"
+        ) from None
+
+
+def check_digest(request: PendingRequest, digest: str | None) -> None:
+    """Refuse a decision made on other arguments than the ones pending."""
+    if digest is not None and digest != request.args_digest:
+        raise DecisionRefused(
+            f"args_digest does not match call {request.call_id!r}: the decision was made on "
+            "other arguments"
+        )
+
+
+def approved(
+    request: PendingRequest,
+    *,
+    now: datetime,
+    edited_args: dict[str, Any] | None,
+    by: str | None,
+    comment: str | None,
+) -> HumanDecision:
+    edited = edited_args is not None and edited_args != request.args
+    return HumanDecision(
+        call_id=request.call_id,
+        kind="approval",
+        outcome="edited" if edited else "approved",
+        by=by,
+        at=now,
+        comment=comment,
+        model_args=request.args,
+        executed_args=edited_args if edited_args is not None else request.args,
+    )
+
+
+def rejected(
+    request: PendingRequest, *, now: datetime, reason: str | None, by: str | None
+) -> HumanDecision:
+    return HumanDecision(
+        call_id=request.call_id,
+        kind="approval",
+        outcome="rejected",
+        by=by,
+        at=now,
+        reason=reason,
+        model_args=request.args,
+    )
+
+
+def answered(request: PendingRequest, *, now: datetime, text: str, by: str | None) -> HumanDecision:
+    return HumanDecision(
+        call_id=request.call_id,
+        kind="question",
+        outcome="answered",
+        by=by,
+        at=now,
+        reply=text,
+        model_args=request.args,
+    )
+
+
+def timed_out(request: PendingRequest, *, now: datetime) -> HumanDecision:
+    """Nobody decided in time: the request's `on_timeout` action, recorded as a timeout."""
+    runs = request.kind == "approval" and request.on_timeout == "approve"
+    return HumanDecision(
+        call_id=request.call_id,
+        kind=request.kind,
+        outcome="timed_out",
+        at=now,
+        model_args=request.args,
+        executed_args=request.args if runs else None,
+        timeout_action=request.on_timeout,
+    )
+
+
+def should_run(decision: HumanDecision) -> bool:
+    """Whether the tool runs after this decision (approved, edited, or approved on timeout)."""
+    return decision.kind == "approval" and decision.executed_args is not None
+
+
+def waited_seconds(request: PendingRequest) -> float:
+    if request.expires_at is None:
+        return 0.0
+    return (request.expires_at - request.requested_at).total_seconds()
+
+
+def decision_observation(request: PendingRequest, decision: HumanDecision) -> str:
+    """What the model reads for a call that did not run, or for a question."""
+    if decision.outcome == "answered":
+        return decision.reply or ""
+    if decision.outcome == "rejected":
+        who = decision.by or "the reviewer"
+        why = decision.reason or "no reason given"
+        return (
+            f"Rejected by {who}: {why}. The {request.tool} call was not run; "
+            "find another way or answer without it."
+        )
+    seconds = f"{waited_seconds(request):g}s"
+    if request.kind == "question":
+        if decision.timeout_action == "approve":
+            return f"The user did not reply within {seconds}; continue without their answer."
+        return f"Error: no reply from the user within {seconds}."
+    return (
+        f"Error: the approval request for {request.tool} timed out after {seconds} with no "
+        "decision; the call was not run."
+    )
+
+
+def edited_note(decision: HumanDecision) -> str | None:
+    """The note that tells the model a reviewer changed its arguments before the tool ran."""
+    if decision.outcome != "edited":
+        return None
+    return (
+        "Note: a reviewer changed the arguments before running the tool; it ran with "
+        f"{json.dumps(decision.executed_args, ensure_ascii=False, sort_keys=True)} instead of "
+        f"{json.dumps(decision.model_args, ensure_ascii=False, sort_keys=True)}."
+    )
+
+
+def pending_of(
+    pending: Mapping[str, PendingRequest], kind: WaitKind | None = None
+) -> list[PendingRequest]:
+    return [p for p in pending.values() if kind is None or p.kind == kind]
