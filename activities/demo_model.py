@@ -5,6 +5,8 @@ real model, so a newcomer sees the whole flow (model turn, tool activity, model 
 the Web UI without any account:
 - arithmetic in the prompt -> a `calculator` call, then "The answer is ...";
 - a question about the time or date -> a `current_time` call, then "It is now ...";
+- "write <text> to <file>" -> a `write_file` call, which waits for a person's approval;
+- "ask me ..." -> an `ask_user` question, which waits for a person's reply;
 - anything else -> a plain reply.
 """
 
@@ -20,6 +22,12 @@ from contracts.usage import TokenUsage
 DEMO_MODEL_NAME = "demo-offline"
 
 _ARITHMETIC = re.compile(r"[-+(]*\d[\d.\s]*(?:[-+*/%^x×÷]+\s*[-+(]*\s*\d[\d.\s)]*)+")
+_WRITE = re.compile(
+    r"\b(?:write|save|put)\s+(?P<q>[\"']?)(?P<text>.+?)(?P=q)\s+(?:to|in|into)\s+"
+    r"(?:the\s+)?(?:file\s+)?(?P<path>[\w./-]+\w)",
+    re.IGNORECASE,
+)
+_ASK_ME = re.compile(r"\bask me\b", re.IGNORECASE)
 _TIME_WORDS = re.compile(r"\b(time|date|day|today|clock|hour)\b", re.IGNORECASE)
 _WORD_OPERATORS = (
     (re.compile(r"\btimes\b|\bmultiplied by\b", re.I), "*"),
@@ -64,14 +72,22 @@ class DemoChatModel:
         if expression and "calculator" in available:
             args = json.dumps({"expression": expression})
             return self._reply(messages, call=ToolCall(id="", name="calculator", arguments=args))
+        write = _WRITE.search(prompt)
+        if write and "write_file" in available:
+            args = json.dumps({"path": write.group("path"), "content": write.group("text")})
+            return self._reply(messages, call=ToolCall(id="", name="write_file", arguments=args))
+        if _ASK_ME.search(prompt) and "ask_user" in available:
+            args = json.dumps({"question": "What would you like me to know?"})
+            return self._reply(messages, call=ToolCall(id="", name="ask_user", arguments=args))
         if _TIME_WORDS.search(prompt) and "current_time" in available:
             args = json.dumps({"timezone": "UTC"})
             return self._reply(messages, call=ToolCall(id="", name="current_time", arguments=args))
         return self._reply(
             messages,
             content=(
-                f"(offline demo model) You said: {prompt!r}. I can do arithmetic with the "
-                "calculator tool and tell the time with current_time. Set OPENAI_API_KEY on "
+                f"(offline demo model) You said: {prompt!r}. I can do arithmetic (calculator), "
+                "tell the time (current_time), write a file with your approval ('write hello to "
+                "notes.txt') and ask you a question ('ask me something'). Set OPENAI_API_KEY on "
                 "the worker to use a real model."
             ),
         )
@@ -92,6 +108,12 @@ class DemoChatModel:
             return f"The answer is {observation}."
         if tool_name == "current_time":
             return f"It is now {observation}."
+        if tool_name == "ask_user":
+            return f"Thank you. You told me: {observation}"
+        outcome = observation.splitlines()[-1] if observation else ""
+        if tool_name == "write_file" and outcome.startswith("wrote"):
+            edited = " (with the arguments a reviewer edited)" if outcome != observation else ""
+            return f"Done: I {outcome}{edited}."
         return f"The {tool_name or 'tool'} returned: {observation}"
 
     def _reply(

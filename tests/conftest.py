@@ -118,3 +118,14 @@ async def agent(
         queue = await started_workers(stack, temporal_env.client, model, workspace)
         yield AgentHarness(temporal_env.client, queue, fake_model, workspace)
     await model.close()
+
+
+@pytest.fixture(scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's time-skipping test server: durable timers of days pass in milliseconds."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(BIN / "temporal-test-server"),
+        data_converter=pydantic_data_converter,
+    )
+    yield env
+    await env.shutdown()

@@ -13,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.demo_model import DemoChatModel, find_expression
 from contracts.agent_result import AgentResult
 from tests.conftest import activity_types, started_workers
+from tests.hitl_support import wait_for_pending
 
 
 @pytest.mark.parametrize(
@@ -64,3 +65,23 @@ async def test_demo_model_runs_the_whole_flow(
     assert result.usage.total_tokens > 0
     expected = ["call_model", *tools, "call_model"] if tools else ["call_model"]
     assert await activity_types(handle) == expected
+
+
+async def test_demo_model_shows_the_approval_flow(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with AsyncExitStack() as stack:
+        queue = await started_workers(stack, temporal_env.client, DemoChatModel(), tmp_path)
+        handle = await temporal_env.client.start_workflow(
+            "AgentWorkflow",
+            {"prompt": "Write 'hello world' to notes.txt"},
+            id=f"demo-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=AgentResult,
+        )
+        [pending] = await wait_for_pending(handle)
+        assert pending.args == {"path": "notes.txt", "content": "hello world", "overwrite": True}
+        await handle.signal("approve", {"call_id": pending.call_id, "by": "newcomer"})
+        result = await handle.result()
+    assert result.answer == "Done: I wrote 11 bytes to notes.txt."
+    assert (tmp_path / "notes.txt").read_text() == "hello world"
