@@ -106,6 +106,8 @@ class OpenAIChatModel:
         }
         if request.tools:
             kwargs["tools"] = [tool_to_wire(t) for t in request.tools]
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = request.tool_choice
         try:
             completion = await self._client.chat.completions.create(**kwargs)
         except (openai.OpenAIError, ValueError) as error:

@@ -16,7 +16,7 @@ from activities.heartbeat import with_heartbeats
 from contracts.errors import TOOL_ERROR
 from contracts.tool_io import ToolInvocation, ToolOutput
 from loop.observations import truncate_observation
-from tools.definition import Tool, ToolContext, ToolError
+from tools.definition import StopRun, Tool, ToolContext, ToolError
 
 
 def render_result(result: Any) -> str:
@@ -55,7 +55,8 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             result = await with_heartbeats(item.invoke(args, ctx), heartbeat_every)
         except ToolError as error:
             raise ApplicationError(str(error), type=TOOL_ERROR, non_retryable=True) from None
-        text = render_result(result)
+        stop_run = isinstance(result, StopRun)
+        text = result.answer if isinstance(result, StopRun) else render_result(result)
         content, truncated = truncate_observation(text, invocation.max_output_chars)
         activity.logger.info(
             "tool %s call %s finished: %d chars%s",
@@ -64,7 +65,9 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             len(text),
             " (truncated)" if truncated else "",
         )
-        return ToolOutput(content=content, truncated=truncated, original_chars=len(text))
+        return ToolOutput(
+            content=content, truncated=truncated, original_chars=len(text), stop_run=stop_run
+        )
 
     run_tool.__name__ = run_tool.__qualname__ = f"tool_{item.name}"
     return activity.defn(name=item.name)(run_tool)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.approvals import TimeoutAction
+from contracts.budgets import CostBudget
+
+MaxIterationsAction = Literal["stop", "final_answer", "fail"]
+ContextStrategy = Literal["drop", "summarize"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
@@ -18,8 +24,8 @@ class AgentInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str = Field(min_length=1, description="The user's request.")
-    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1)
+    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
+    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1, max_length=100_000)
     model: str | None = Field(
         default=None, min_length=1, description="Model name; default: the worker's MODEL."
     )
@@ -43,4 +49,32 @@ class AgentInput(BaseModel):
     )
     approval_timeout_action: TimeoutAction = Field(
         default="reject", description="On expiry: reject (default), approve, or fail the run."
+    )
+    on_max_iterations: MaxIterationsAction = Field(
+        default="stop",
+        description="stop: partial result; final_answer: one more model call without tools "
+        "for the best answer; fail: the run fails (MaxIterationsReached).",
+    )
+    max_total_tokens: int | None = Field(
+        default=None, gt=0, description="Token budget over all model calls; None: no limit."
+    )
+    cost_budget: CostBudget | None = Field(
+        default=None, description="Money budget with a per-model price table."
+    )
+    max_repeated_calls: int = Field(
+        default=3,
+        ge=2,
+        le=100,
+        description="The Nth identical call (or Nth identical error) gets a warning instead of "
+        "running; one more stops the run (repeated_calls).",
+    )
+    max_context_tokens: int = Field(
+        default=100_000,
+        ge=1_000,
+        le=2_000_000,
+        description="Estimated tokens sent per model call; older messages are dropped or "
+        "summarised (the system message and the prompt always stay).",
+    )
+    context_strategy: ContextStrategy = Field(
+        default="drop", description="drop old messages, or summarise them with the model."
     )

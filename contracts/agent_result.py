@@ -10,7 +10,15 @@ from pydantic import BaseModel
 from contracts.approvals import HumanDecision
 from contracts.usage import TokenUsage
 
-StopReason = Literal["completed", "max_iterations", "empty_answer"]
+StopReason = Literal[
+    "completed",
+    "max_iterations",
+    "empty_answer",
+    "token_budget",
+    "cost_budget",
+    "repeated_calls",
+    "stopped_by_tool",
+]
 StepStatus = Literal["ok", "error", "rejected"]
 
 
@@ -42,4 +50,5 @@ class AgentResult(BaseModel):
     iterations: int
     steps: list[ToolStep]
     usage: TokenUsage
+    cost_usd: float | None = None
     model: str

@@ -10,7 +10,7 @@ from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 
-Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done"]
+Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done", "cancelled"]
 
 
 class AgentStatus(BaseModel):

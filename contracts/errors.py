@@ -18,5 +18,11 @@ TOOL_ERROR = "ToolError"
 TOOL_FAILED_RUN = "ToolFailedRun"
 """A tool registered with `on_error="stop"` failed, so the run fails."""
 
+MAX_ITERATIONS_REACHED = "MaxIterationsReached"
+"""The run used up `max_iterations` and `on_max_iterations` is `fail`."""
+
+NO_PRICE_FOR_MODEL = "NoPriceForModel"
+"""A cost budget is set but its price table has no entry for the model that answered."""
+
 HUMAN_WAIT_TIMED_OUT = "HumanWaitTimedOut"
 """An approval or question expired and its timeout action is `fail`."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,7 +29,10 @@ class ModelRequest(BaseModel):
     model: str | None = None
     messages: list[ChatMessage]
     tools: list[ToolSchema] = []
+    tool_choice: Literal["auto", "none"] | None = None
+    """`none` asks for text only (the last call at max iterations, summaries)."""
     turn: int = 1
+    purpose: Literal["turn", "final_answer", "summary"] = "turn"
 
 
 class ModelReply(BaseModel):

@@ -27,3 +27,5 @@ class ToolOutput(BaseModel):
     content: str
     truncated: bool = False
     original_chars: int = 0
+    stop_run: bool = False
+    """The tool returned `StopRun`: `content` is the run's final answer."""

@@ -18,3 +18,10 @@ def may_run_tools(iteration: int, max_iterations: int) -> bool:
     their results, so running them would only spend time and cause side effects nobody sees.
     """
     return iteration < max_iterations
+
+
+FINAL_ANSWER_PROMPT = (
+    "You have reached the maximum number of steps for this task. Do not call any tools. Using "
+    "only the information above, give your best final answer now, and say what is still "
+    "uncertain or missing."
+)

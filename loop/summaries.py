@@ -14,8 +14,10 @@ def shorten(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def model_call_summary(model: str | None, turn: int) -> str:
-    return f"{model or 'default model'} · turn {turn}"
+def model_call_summary(model: str | None, turn: int, purpose: str = "turn") -> str:
+    """`gpt-4o · turn 3`, `gpt-4o · final answer`, `gpt-4o · context summary`."""
+    what = {"turn": f"turn {turn}", "final_answer": "final answer", "summary": "context summary"}
+    return f"{model or 'default model'} · {what.get(purpose, purpose)}"
 
 
 def tool_call_summary(args: dict[str, Any]) -> str:

@@ -11,7 +11,8 @@ from tools.builtin.ask_user import ask_user
 from tools.builtin.calculator import calculator
 from tools.builtin.current_time import current_time
 from tools.builtin.files import read_file
+from tools.builtin.final_answer import final_answer
 from tools.builtin.write_file import write_file
 from tools.registry import ToolRegistry
 
-REGISTRY = ToolRegistry([calculator, current_time, read_file, write_file, ask_user])
+REGISTRY = ToolRegistry([calculator, current_time, read_file, write_file, ask_user, final_answer])

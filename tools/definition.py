@@ -37,6 +37,14 @@ class ToolError(Exception):
     """An expected tool failure whose message the model should see (not retried)."""
 
 
+@dataclass(frozen=True)
+class StopRun:
+    """Return this from a tool to end the run: `answer` becomes the run's answer
+    (stop_reason `stopped_by_tool`)."""
+
+    answer: str
+
+
 class ToolContext(BaseModel):
     """Where a tool call runs: the worker's workspace folder and the call's identity."""
 

@@ -23,6 +23,7 @@ from temporalio.exceptions import (
     TimeoutError,
     TimeoutType,
 )
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
@@ -42,25 +43,35 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import (
         HUMAN_WAIT_TIMED_OUT,
         INVALID_INPUT,
+        MAX_ITERATIONS_REACHED,
         MODEL_CALL_FAILED,
         MODEL_REQUEST_REJECTED,
+        NO_PRICE_FOR_MODEL,
         TOOL_ERROR,
         TOOL_FAILED_RUN,
     )
     from contracts.messages import ChatMessage, ToolCall
     from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest, ToolSchema
+    from contracts.scratchpad import Scratchpad
     from contracts.tool_io import ToolInvocation, ToolOutput
-    from contracts.usage import TokenUsage
     from loop import approvals
+    from loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
+    from loop.context_window import (
+        ContextFit,
+        context_messages,
+        fit_context,
+        summary_request,
+    )
     from loop.conversation import append_round, start_conversation
     from loop.input_validation import (
         InvalidAgentInput,
         describe_validation_error,
         validate_agent_input,
     )
-    from loop.limits import max_iterations_message, may_run_tools
+    from loop.limits import FINAL_ANSWER_PROMPT, max_iterations_message, may_run_tools
     from loop.model_reply import AskAgain, FinalAnswer, normalize_reply, read_final_answer
     from loop.observations import ToolFailure, failure_observation
+    from loop.repetition import observe_round, repeated_calls_message, screen_round
     from loop.summaries import model_call_summary, shorten, tool_call_summary
     from loop.tool_requests import PlannedCall, RefusedCall, plan_tool_calls
     from tools.catalog import REGISTRY
@@ -100,6 +111,7 @@ class AgentWorkflow:
 
     def __init__(self) -> None:
         self._status = AgentStatus()
+        self._pad = Scratchpad(messages=[])
         self._gate = HumanGate(
             {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._refresh_details
         )
@@ -181,81 +193,193 @@ class AgentWorkflow:
             params = validate_agent_input(raw_input, REGISTRY.names())
         except InvalidAgentInput as error:
             raise ApplicationError(str(error), type=INVALID_INPUT, non_retryable=True) from None
+        self._pad = Scratchpad(messages=start_conversation(params), model=params.model or "")
+        self._status = AgentStatus(max_iterations=params.max_iterations, model=params.model)
+        try:
+            return await self._loop(params)
+        except asyncio.CancelledError:
+            pad = self._pad
+            self._status = self._status.model_copy(update={"phase": "cancelled"})
+            summary = (
+                f"cancelled at turn {pad.iteration} after {len(pad.steps)} tool calls · "
+                f"{pad.usage.total_tokens} tokens"
+            )
+            workflow.set_current_details(summary)
+            workflow.logger.info("agent run %s; steps: %s", summary, [s.tool for s in pad.steps])
+            raise
 
+    async def _loop(self, params: AgentInput) -> AgentResult:
+        pad = self._pad
         tools = REGISTRY.select(params.tools)
         by_name = {t.name: t for t in tools}
+        arg_models = {name: t.args_model for name, t in by_name.items()}
         schemas = [t.schema() for t in tools]
-        messages = start_conversation(params)
-        usage = TokenUsage()
-        steps: list[ToolStep] = []
-        model_name = params.model or ""
-        nudged = False
-        self._status = AgentStatus(max_iterations=params.max_iterations, model=params.model)
         workflow.logger.info(
             "agent run started: model=%s tools=%s max_iterations=%d",
             params.model or "(worker default)",
             ",".join(by_name) or "none",
             params.max_iterations,
         )
-
         for iteration in range(1, params.max_iterations + 1):
-            self._set_phase("thinking", iteration)
-            reply = await self._call_model(params, messages, schemas, iteration)
-            reply = normalize_reply(reply, iteration)
-            usage = usage + reply.usage
-            model_name = reply.model
-            self._status = self._status.model_copy(update={"usage": usage, "model": model_name})
+            pad.iteration = iteration
+            self._set_phase("thinking")
+            reply = await self._ask_model(params, schemas, iteration)
+            over_budget = budget_exceeded(
+                pad.usage,
+                pad.cost_usd,
+                params.max_total_tokens,
+                params.cost_budget.max_usd if params.cost_budget else None,
+            )
 
             if not reply.tool_calls:
-                decision = read_final_answer(reply, already_nudged=nudged)
+                decision = read_final_answer(reply, already_nudged=pad.nudged_empty)
                 if isinstance(decision, AskAgain):
-                    nudged = True
-                    messages = [*messages, decision.nudge]
+                    pad.nudged_empty = True
+                    pad.messages = [*pad.messages, decision.nudge]
+                    if over_budget:
+                        return self._stop_for_budget(params, over_budget)
                     continue
                 stop: StopReason = (
                     "completed" if isinstance(decision, FinalAnswer) else "empty_answer"
                 )
-                return self._finish(decision.text, stop, iteration, steps, usage, model_name)
-            nudged = False
-
+                return self._finish(decision.text, stop)
+            pad.nudged_empty = False
+            if over_budget:
+                return self._stop_for_budget(params, over_budget)
             if not may_run_tools(iteration, params.max_iterations):
                 break
-            self._set_phase("running_tools", iteration)
-            planned = plan_tool_calls(
-                reply.tool_calls, {name: t.args_model for name, t in by_name.items()}
+
+            self._set_phase("running_tools")
+            screened = screen_round(
+                pad.repetition,
+                plan_tool_calls(reply.tool_calls, arg_models),
+                params.max_repeated_calls,
             )
-            round_steps = await asyncio.gather(
-                *(self._run_call(p, by_name, params, iteration) for p in planned)
+            if screened.stop_tool:
+                return self._finish(repeated_calls_message(screened.stop_tool), "repeated_calls")
+            pad.repetition = screened.state
+            outcomes = await asyncio.gather(
+                *(self._run_call(p, by_name, params, iteration) for p in screened.calls)
             )
-            steps.extend(round_steps)
+            observed = observe_round(
+                pad.repetition,
+                screened.calls,
+                [(step.observation, step.status == "error") for step, _ in outcomes],
+                params.max_repeated_calls,
+            )
+            pad.repetition = observed.state
+            round_steps = [
+                step.model_copy(update={"observation": text})
+                for (step, _), text in zip(outcomes, observed.observations, strict=True)
+            ]
+            pad.steps = [*pad.steps, *round_steps]
             self._status = self._status.model_copy(
-                update={"steps": len(steps), "recent_steps": steps[-RECENT_STEPS_IN_STATUS:]}
+                update={
+                    "steps": len(pad.steps),
+                    "recent_steps": pad.steps[-RECENT_STEPS_IN_STATUS:],
+                }
             )
-            messages = append_round(
-                messages,
-                reply.as_message(),
-                [(s.call_id, s.observation) for s in round_steps],
+            pad.messages = append_round(
+                pad.messages, reply.as_message(), [(s.call_id, s.observation) for s in round_steps]
             )
+            stopping = [step for step, stop_run in outcomes if stop_run]
+            if stopping:
+                return self._finish(stopping[0].observation, "stopped_by_tool")
+            if observed.stop_tool:
+                return self._finish(repeated_calls_message(observed.stop_tool), "repeated_calls")
 
-        return self._finish(
-            max_iterations_message(params.max_iterations),
-            "max_iterations",
-            params.max_iterations,
-            steps,
-            usage,
-            model_name,
+        return await self._at_max_iterations(params, schemas)
+
+    async def _at_max_iterations(
+        self, params: AgentInput, schemas: list[ToolSchema]
+    ) -> AgentResult:
+        """`on_max_iterations`: stop with the partial result, ask once more without tools, or
+        fail with the partial result in the error's details."""
+        message = max_iterations_message(params.max_iterations)
+        if params.on_max_iterations == "fail":
+            partial = self._finish(message, "max_iterations")
+            raise ApplicationError(
+                message,
+                partial.model_dump(mode="json"),
+                type=MAX_ITERATIONS_REACHED,
+                non_retryable=True,
+            )
+        if params.on_max_iterations == "final_answer":
+            self._pad.iteration = params.max_iterations + 1
+            self._set_phase("thinking")
+            reply = await self._ask_model(
+                params,
+                schemas,
+                params.max_iterations + 1,
+                purpose="final_answer",
+                extra=[ChatMessage.user(FINAL_ANSWER_PROMPT)],
+            )
+            if (reply.content or "").strip():
+                return self._finish(reply.content or "", "max_iterations")
+        return self._finish(message, "max_iterations")
+
+    def _stop_for_budget(self, params: AgentInput, reason: StopReason) -> AgentResult:
+        pad = self._pad
+        limit = (
+            float(params.max_total_tokens or 0)
+            if reason == "token_budget"
+            else (params.cost_budget.max_usd if params.cost_budget else 0.0)
         )
+        return self._finish(budget_message(reason, pad.usage, pad.cost_usd, limit), reason)
 
-    async def _call_model(
+    # -- model calls ---------------------------------------------------------------------------
+
+    async def _ask_model(
         self,
         params: AgentInput,
-        messages: list[ChatMessage],
         schemas: list[ToolSchema],
         iteration: int,
+        *,
+        purpose: str = "turn",
+        extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
-        request = ModelRequest(model=params.model, messages=messages, tools=schemas, turn=iteration)
+        """One model turn: fit the context, call the model, count what it cost."""
+        messages = [*await self._context_for_model(params), *(extra or [])]
+        request = ModelRequest(
+            model=params.model,
+            messages=messages,
+            tools=schemas,
+            tool_choice="none" if purpose == "final_answer" and schemas else None,
+            turn=iteration,
+            purpose="final_answer" if purpose == "final_answer" else "turn",
+        )
+        reply = normalize_reply(await self._call_model(params, request), iteration)
+        if purpose == "final_answer":
+            reply = reply.model_copy(update={"tool_calls": []})
+        return reply
+
+    async def _context_for_model(self, params: AgentInput) -> list[ChatMessage]:
+        """The messages to send: all of them if they fit, else head + summary/note + tail."""
+        pad = self._pad
+        if params.context_strategy == "drop":
+            fit = fit_context(pad.messages, params.max_context_tokens)
+            return context_messages(pad.messages, fit)
+        reserve = params.max_context_tokens // 5
+        fit = fit_context(pad.messages, params.max_context_tokens, reserve_tokens=reserve)
+        if fit.kept_from > pad.summarized_upto:
+            dropped = pad.messages[pad.summarized_upto : fit.kept_from]
+            max_chars = reserve * 3
+            request = ModelRequest(
+                model=params.model,
+                messages=summary_request(pad.summary, dropped, max_chars),
+                turn=pad.iteration,
+                purpose="summary",
+            )
+            summary = await self._call_model(params, request)
+            pad.summary = (summary.content or "").strip()[:max_chars] or pad.summary
+            pad.summarized_upto = fit.kept_from
+        covered = ContextFit(kept_from=pad.summarized_upto, estimated_tokens=fit.estimated_tokens)
+        return context_messages(pad.messages, covered, pad.summary)
+
+    async def _call_model(self, params: AgentInput, request: ModelRequest) -> ModelReply:
+        """Run the `call_model` activity and add its usage (and cost) to the run's spending."""
         try:
-            return await workflow.execute_activity(
+            reply = await workflow.execute_activity(
                 CALL_MODEL_ACTIVITY,
                 request,
                 result_type=ModelReply,
@@ -268,16 +392,32 @@ class AgentWorkflow:
                     maximum_attempts=params.model_max_attempts,
                     non_retryable_error_types=[MODEL_REQUEST_REJECTED],
                 ),
-                summary=model_call_summary(params.model, iteration),
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=model_call_summary(params.model, request.turn, request.purpose),
             )
         except ActivityError as error:
             cause = error.cause
             detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
             raise ApplicationError(
-                f"model call failed at turn {iteration}: {detail}",
+                f"model call failed at turn {request.turn}: {detail}",
                 type=MODEL_CALL_FAILED,
                 non_retryable=True,
             ) from error
+        pad = self._pad
+        pad.usage = pad.usage + reply.usage
+        pad.model = reply.model
+        if params.cost_budget is not None:
+            try:
+                price = price_for(reply.model, params.cost_budget.prices)
+            except NoPrice as error:
+                raise ApplicationError(
+                    str(error), type=NO_PRICE_FOR_MODEL, non_retryable=True
+                ) from None
+            pad.cost_usd = (pad.cost_usd or 0.0) + cost_of(reply.usage, price)
+        self._status = self._status.model_copy(update={"usage": pad.usage, "model": pad.model})
+        return reply
+
+    # -- tool calls ----------------------------------------------------------------------------
 
     async def _run_call(
         self,
@@ -285,8 +425,11 @@ class AgentWorkflow:
         by_name: dict[str, Tool],
         params: AgentInput,
         iteration: int,
-    ) -> ToolStep:
-        """One call of a round: refused, answered by a person, or run (perhaps after approval)."""
+    ) -> tuple[ToolStep, bool]:
+        """One call of a round: refused, answered by a person, or run (perhaps after approval).
+
+        Returns the step and whether the tool asked to end the run.
+        """
         started = workflow.now()
         call = planned.call
 
@@ -311,7 +454,7 @@ class AgentWorkflow:
 
         if isinstance(planned, RefusedCall):
             workflow.logger.info("tool call %s refused: %s", call.id, planned.observation)
-            return step(planned.observation, "error", None)
+            return step(planned.observation, "error", None), False
         item = by_name[call.name]
         args = planned.args
         human: HumanDecision | None = None
@@ -325,11 +468,14 @@ class AgentWorkflow:
                     if human.outcome == "timed_out" and human.timeout_action != "approve"
                     else "ok"
                 )
-                return step(approvals.decision_observation(request, human), status, args, human)
+                observation = approvals.decision_observation(request, human)
+                return step(observation, status, args, human), False
             args = human.executed_args or args
-        observation, status = await self._execute(item, call, args, params, iteration)
+        observation, status, stop_run = await self._execute(item, call, args, params, iteration)
         note = approvals.edited_note(human) if human else None
-        return step(f"{note}\n{observation}" if note else observation, status, args, human)
+        return step(
+            f"{note}\n{observation}" if note else observation, status, args, human
+        ), stop_run
 
     async def _wait_for_person(
         self, item: Tool, call: ToolCall, args: dict[str, Any], params: AgentInput
@@ -365,8 +511,9 @@ class AgentWorkflow:
         args: dict[str, Any],
         params: AgentInput,
         iteration: int,
-    ) -> tuple[str, StepStatus]:
-        """Run the tool's activity; a failure becomes an `Error: ...` observation."""
+    ) -> tuple[str, StepStatus, bool]:
+        """Run the tool's activity: (observation, status, stop_run). A failure becomes an
+        `Error: ...` observation unless the tool is set to stop the run."""
         options = item.options
         invocation = ToolInvocation(
             call_id=call.id,
@@ -390,6 +537,7 @@ class AgentWorkflow:
                     non_retryable_error_types=[TOOL_ERROR],
                 ),
                 task_queue=options.task_queue,
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=tool_call_summary(args),
             )
         except ActivityError as error:
@@ -401,14 +549,16 @@ class AgentWorkflow:
                     non_retryable=True,
                 ) from error
             workflow.logger.info("tool %s call %s: error", item.name, call.id)
-            return observation, "error"
+            return observation, "error", False
         workflow.logger.info("tool %s call %s: ok", item.name, call.id)
-        return output.content, "ok"
+        return output.content, "ok", output.stop_run
 
     # -- what the Web UI shows -----------------------------------------------------------------
 
-    def _set_phase(self, phase: Phase, iteration: int) -> None:
-        self._status = self._status.model_copy(update={"phase": phase, "iteration": iteration})
+    def _set_phase(self, phase: Phase) -> None:
+        self._status = self._status.model_copy(
+            update={"phase": phase, "iteration": self._pad.iteration}
+        )
         self._refresh_details()
 
     def _refresh_details(self) -> None:
@@ -431,33 +581,27 @@ class AgentWorkflow:
             lines.append(f"waiting for {what}\n  {request.command}")
         workflow.set_current_details("\n".join(lines))
 
-    def _finish(
-        self,
-        answer: str,
-        stop_reason: StopReason,
-        iterations: int,
-        steps: list[ToolStep],
-        usage: TokenUsage,
-        model: str,
-    ) -> AgentResult:
+    def _finish(self, answer: str, stop_reason: StopReason) -> AgentResult:
+        pad = self._pad
         self._status = self._status.model_copy(
-            update={"phase": "done", "stop_reason": stop_reason, "iteration": iterations}
+            update={"phase": "done", "stop_reason": stop_reason, "iteration": pad.iteration}
         )
         workflow.set_current_details(
-            f"done ({stop_reason}) after {iterations} turns · {usage.total_tokens} tokens"
+            f"done ({stop_reason}) after {pad.iteration} turns · {pad.usage.total_tokens} tokens"
         )
         workflow.logger.info(
             "agent run finished: stop_reason=%s iterations=%d tool_calls=%d tokens=%d",
             stop_reason,
-            iterations,
-            len(steps),
-            usage.total_tokens,
+            pad.iteration,
+            len(pad.steps),
+            pad.usage.total_tokens,
         )
         return AgentResult(
             answer=answer,
             stop_reason=stop_reason,
-            iterations=iterations,
-            steps=steps,
-            usage=usage,
-            model=model,
+            iterations=pad.iteration,
+            steps=pad.steps,
+            usage=pad.usage,
+            cost_usd=pad.cost_usd,
+            model=pad.model,
         )

@@ -1,0 +1,39 @@
+"""The working state of one agent run (n8n's scratchpad): everything the loop needs to go on.
+
+It lives in workflow memory, rebuilt from history on replay; it is a pydantic model so a run
+can carry it across continue-as-new.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from contracts.agent_result import ToolStep
+from contracts.messages import ChatMessage
+from contracts.usage import TokenUsage
+
+
+class RepetitionState(BaseModel):
+    """What the run has done so far, by call key (`tool:digest`) and error key (`tool:text`),
+    for repeated-action detection (see `loop.repetition`)."""
+
+    calls: dict[str, int] = {}
+    last_observation: dict[str, str] = {}
+    errors: dict[str, int] = {}
+    warned: list[str] = []
+
+
+class Scratchpad(BaseModel):
+    """Messages so far, steps, spending, and the loop's counters."""
+
+    messages: list[ChatMessage]
+    steps: list[ToolStep] = []
+    usage: TokenUsage = TokenUsage()
+    cost_usd: float | None = None
+    iteration: int = 0
+    model: str = ""
+    nudged_empty: bool = False
+    repetition: RepetitionState = RepetitionState()
+    summary: str | None = None
+    summarized_upto: int = 2
+    """Messages before this index (after the head) are covered by `summary`."""

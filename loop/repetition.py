@@ -1,0 +1,121 @@
+"""Repeated-action detection: a model that repeats the same call, or keeps hitting the same
+error, is warned once and then stopped.
+
+The Nth identical call (same tool, same canonical arguments) does not run: its observation is a
+warning that quotes the earlier result. If the model makes it again, the run stops with
+`repeated_calls`. The same error text from the same tool N times gets the same treatment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contracts.scratchpad import RepetitionState
+from loop.approvals import args_digest
+from loop.summaries import shorten
+from loop.tool_requests import PlannedCall, RefusedCall, ToolRequest
+
+
+def call_key(request: ToolRequest) -> str:
+    return f"{request.call.name}:{args_digest(request.args)}"
+
+
+def repeat_warning(tool: str, times: int, last: str) -> str:
+    return (
+        f"Error: you already called {tool} with these exact arguments {times} times; the result "
+        f"was: {shorten(last, 500)}. Do not repeat it: try something different or give your "
+        "final answer."
+    )
+
+
+def error_warning(times: int) -> str:
+    return (
+        f"\n[This same error has now happened {times} times. Change your approach or give your "
+        "final answer; repeating it again will stop the run.]"
+    )
+
+
+@dataclass(frozen=True)
+class Screened:
+    """A round after screening: calls to run (repeats replaced by warnings), or a stop."""
+
+    calls: list[PlannedCall]
+    state: RepetitionState
+    stop_tool: str | None = None
+
+
+def screen_round(
+    state: RepetitionState, planned: Sequence[PlannedCall], max_repeats: int
+) -> Screened:
+    """Replace the Nth identical call by a warning; a repeat after the warning stops the run."""
+    calls = dict(state.calls)
+    warned = list(state.warned)
+    screened: list[PlannedCall] = []
+    for item in planned:
+        if not isinstance(item, ToolRequest):
+            screened.append(item)
+            continue
+        key = call_key(item)
+        if key in warned:
+            return Screened(screened, state, stop_tool=item.call.name)
+        done = calls.get(key, 0)
+        if done + 1 >= max_repeats:
+            warned.append(key)
+            last = state.last_observation.get(key, "")
+            screened.append(RefusedCall(item.call, repeat_warning(item.call.name, done, last)))
+            continue
+        calls[key] = done + 1
+        screened.append(item)
+    return Screened(screened, state.model_copy(update={"calls": calls, "warned": warned}))
+
+
+@dataclass(frozen=True)
+class ObservedRound:
+    """Observations after error screening, the new state, and the tool to stop for (if any)."""
+
+    observations: list[str]
+    state: RepetitionState
+    stop_tool: str | None = None
+
+
+def observe_round(
+    state: RepetitionState,
+    planned: Sequence[PlannedCall],
+    outcomes: Sequence[tuple[str, bool]],
+    max_repeats: int,
+) -> ObservedRound:
+    """Record `(observation, is_error)` per call; warn on the Nth identical error, stop after.
+
+    Warnings written by `screen_round` are not counted as errors of the tool.
+    """
+    last = dict(state.last_observation)
+    errors = dict(state.errors)
+    warned = list(state.warned)
+    observations: list[str] = []
+    stop_tool: str | None = None
+    for item, (observation, is_error) in zip(planned, outcomes, strict=True):
+        if isinstance(item, ToolRequest):
+            last[call_key(item)] = observation
+        if not is_error or (isinstance(item, RefusedCall) and "Do not repeat it" in observation):
+            observations.append(observation)
+            continue
+        key = f"{item.call.name}:{observation}"
+        errors[key] = errors.get(key, 0) + 1
+        if key in warned:
+            stop_tool = item.call.name
+        elif errors[key] >= max_repeats:
+            warned.append(key)
+            observation += error_warning(errors[key])
+        observations.append(observation)
+    new_state = RepetitionState(
+        calls=state.calls, last_observation=last, errors=errors, warned=warned
+    )
+    return ObservedRound(observations, new_state, stop_tool)
+
+
+def repeated_calls_message(tool: str) -> str:
+    return (
+        f"Stopped: the model kept repeating the same {tool} call (or the same error) after it "
+        "was warned. The steps so far are in the result."
+    )
