@@ -9,7 +9,7 @@ from activities.chat_model import ChatModel
 from activities.heartbeat import with_heartbeats
 from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest
 
-HEARTBEAT_EVERY_SECONDS = 5.0
+HEARTBEAT_EVERY_SECONDS = 1.0
 
 
 class ModelActivities:

@@ -35,7 +35,7 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
     message goes straight back to the model; any other exception is retried per the tool's
     retry policy.
     """
-    heartbeat_every = item.options.heartbeat_seconds / 4
+    heartbeat_every = min(1.0, item.options.heartbeat_seconds / 4)
 
     async def run_tool(invocation: ToolInvocation) -> ToolOutput:
         info = activity.info()

@@ -35,6 +35,9 @@ def build_workers(
     On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
     """
     drain = timedelta(seconds=drain_seconds)
+    # Activities heartbeat every second; sending each one (not the SDK's default of one per
+    # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
+    throttle = timedelta(seconds=1)
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in registry.all():
         by_queue[item.options.task_queue or task_queue].append(item)
@@ -47,6 +50,8 @@ def build_workers(
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
         graceful_shutdown_timeout=drain,
+        max_heartbeat_throttle_interval=throttle,
+        default_heartbeat_throttle_interval=throttle,
     )
     extra = [
         Worker(
@@ -54,6 +59,8 @@ def build_workers(
             task_queue=queue,
             activities=tool_activities(tools, workspace),
             graceful_shutdown_timeout=drain,
+            max_heartbeat_throttle_interval=throttle,
+            default_heartbeat_throttle_interval=throttle,
         )
         for queue, tools in by_queue.items()
     ]

@@ -125,9 +125,31 @@ async def side_effect(args: EffectArgs, ctx: ToolContext) -> str:
     return f"did {args.label}"
 
 
+class QueryArgs(BaseModel):
+    query: str
+
+
+@tool()
+async def broken_lookup(args: QueryArgs) -> str:
+    """Always fails the same way, whatever it is asked."""
+    raise ToolError("the lookup service is down")
+
+
+@tool(timeout_seconds=120, retry=ToolRetry(max_attempts=1))
+async def slow_tool(args: SleepArgs, ctx: ToolContext) -> str:
+    """Sleep for a long time (to be cancelled); records that it started and was cancelled."""
+    executions[f"started:{ctx.idempotency_key}"] += 1
+    try:
+        await asyncio.sleep(args.seconds)
+    except asyncio.CancelledError:
+        executions[f"cancelled:{ctx.idempotency_key}"] += 1
+        raise
+    return "slept"
+
+
 TEST_TOOLS = [
     echo, flaky, always_fails, refuses, sleepy, must_work, big_output, rendezvous, pay,
-    side_effect,
+    side_effect, broken_lookup, slow_tool,
 ]  # fmt: skip
 for _item in TEST_TOOLS:
     if REGISTRY.get(_item.name) is None:

@@ -31,6 +31,27 @@ from tests.conftest import BIN, AgentHarness
         ({"prompt": "x", "tools": "calculator"}, "tools: Input should be a valid list"),
         ({"prompt": "x", "max_iteration": 3}, "max_iteration: Extra inputs are not permitted"),
         ("just a string", "expected a JSON object"),
+        (
+            {"prompt": "x", "max_total_tokens": 0},
+            "max_total_tokens: Input should be greater than 0",
+        ),
+        (
+            {
+                "prompt": "x",
+                "cost_budget": {
+                    "max_usd": -1,
+                    "prices": {"*": {"input_per_million": 1, "output_per_million": 1}},
+                },
+            },
+            "cost_budget.max_usd: Input should be greater than 0",
+        ),
+        ({"prompt": "x", "cost_budget": {"max_usd": 1, "prices": {}}}, "cost_budget.prices:"),
+        ({"prompt": "x", "on_max_iterations": "panic"}, "on_max_iterations: Input should be"),
+        ({"prompt": "x", "context_strategy": "forget"}, "context_strategy: Input should be"),
+        ({"prompt": "x", "approval_timeout_action": "shrug"}, "approval_timeout_action:"),
+        ({"prompt": "x", "approval_timeout_seconds": 0}, "approval_timeout_seconds: Input should"),
+        ({"prompt": "x", "max_repeated_calls": 1}, "max_repeated_calls: Input should be greater"),
+        ({"prompt": "x", "max_context_tokens": 10}, "max_context_tokens: Input should be greater"),
     ],
 )
 async def test_invalid_input_fails_the_run_naming_the_field(

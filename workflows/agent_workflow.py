@@ -22,6 +22,7 @@ from temporalio.exceptions import (
     RetryState,
     TimeoutError,
     TimeoutType,
+    is_cancelled_exception,
 )
 from temporalio.workflow import ActivityCancellationType
 
@@ -197,7 +198,9 @@ class AgentWorkflow:
         self._status = AgentStatus(max_iterations=params.max_iterations, model=params.model)
         try:
             return await self._loop(params)
-        except asyncio.CancelledError:
+        except BaseException as error:
+            if not is_cancelled_exception(error):
+                raise
             pad = self._pad
             self._status = self._status.model_copy(update={"phase": "cancelled"})
             summary = (
@@ -396,6 +399,8 @@ class AgentWorkflow:
                 summary=model_call_summary(params.model, request.turn, request.purpose),
             )
         except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
             cause = error.cause
             detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
             raise ApplicationError(
@@ -541,6 +546,8 @@ class AgentWorkflow:
                 summary=tool_call_summary(args),
             )
         except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
             observation = failure_observation(tool_failure(error, item))
             if options.on_error == "stop":
                 raise ApplicationError(
