@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
+from contracts.messages import ChatMessage
+from contracts.scratchpad import Scratchpad
 
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
+ContextTransfer = Literal["delta", "full"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
-class AgentInput(BaseModel):
-    """What to ask, which model and tools to use, and how far the loop may go.
+class AgentSettings(BaseModel):
+    """How an agent runs: model, tools, limits, approvals, guards. Shared by one-shot runs
+    (`AgentInput`) and sessions (`SessionInput.agent`).
 
     Unknown fields are refused so that a typo (`max_iteration`) fails loudly instead of being
     silently ignored.
@@ -24,7 +28,6 @@ class AgentInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1, max_length=100_000)
     model: str | None = Field(
         default=None, min_length=1, description="Model name; default: the worker's MODEL."
@@ -71,10 +74,50 @@ class AgentInput(BaseModel):
     max_context_tokens: int = Field(
         default=100_000,
         ge=1_000,
-        le=2_000_000,
+        le=300_000,  # keeps a full model request (about 4 bytes a token) under 2 MB payloads
         description="Estimated tokens sent per model call; older messages are dropped or "
         "summarised (the system message and the prompt always stay).",
     )
     context_strategy: ContextStrategy = Field(
         default="drop", description="drop old messages, or summarise them with the model."
     )
+    context_transfer: ContextTransfer = Field(
+        default="delta",
+        description="delta: model activities carry only new messages (a worker-side cache "
+        "holds the rest); full: every model activity carries the whole context (naive).",
+    )
+    continue_as_new_after_events: int = Field(
+        default=5_000, ge=100, le=50_000, description="History events before continue-as-new."
+    )
+    continue_as_new_after_bytes: int = Field(
+        default=4_000_000,
+        ge=100_000,
+        le=40_000_000,
+        description="History bytes before continue-as-new.",
+    )
+
+
+MAX_HISTORY_CHARS = 1_000_000
+
+
+class AgentInput(AgentSettings):
+    """One agent run: the prompt, optionally after earlier turns of a conversation (`history`:
+    user and assistant messages, oldest first), run with `AgentSettings`."""
+
+    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
+    history: list[ChatMessage] = Field(
+        default=[], description="Earlier conversation (user/assistant messages) to continue."
+    )
+    resume: Scratchpad | None = Field(
+        default=None,
+        description="Set by the workflow itself when it continues-as-new: the run's state.",
+    )
+
+    @field_validator("history")
+    @classmethod
+    def _history_is_a_conversation(cls, history: list[ChatMessage]) -> list[ChatMessage]:
+        if any(m.role not in ("user", "assistant") or m.tool_calls for m in history):
+            raise ValueError("history holds user and assistant messages without tool calls")
+        if sum(len(m.content or "") for m in history) > MAX_HISTORY_CHARS:
+            raise ValueError(f"history is longer than {MAX_HISTORY_CHARS} characters")
+        return history

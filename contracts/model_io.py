@@ -23,11 +23,35 @@ class ToolSchema(BaseModel):
     parameters: dict[str, Any]
 
 
+class ContextDelta(BaseModel):
+    """The conversation as a delta: the messages added since this run's previous model call,
+    and how to lay out the context to send (see `loop.context_window.context_messages`).
+
+    The worker keeps each run's messages in a cache keyed by `key`, so a model activity's input
+    (and so the history) grows by the new messages only, not by the whole conversation. If the
+    worker does not hold exactly `base_length` messages for `key` (it restarted, or another
+    worker ran the previous call), the activity fails with `ContextCacheMiss` and the workflow
+    sends the whole list once (`base_length=0`).
+    """
+
+    key: str
+    base_length: int
+    new_messages: list[ChatMessage]
+    prompt_index: int = 1
+    kept_from: int = 1
+    dropped: int = 0
+    summary: str | None = None
+    extra: list[ChatMessage] = []
+    """Sent after the context this once, not remembered (e.g. the final-answer request)."""
+
+
 class ModelRequest(BaseModel):
-    """One model call. `model=None` means the worker's configured default model."""
+    """One model call: explicit `messages`, or a `context` delta. `model=None` means the
+    worker's configured default model."""
 
     model: str | None = None
-    messages: list[ChatMessage]
+    messages: list[ChatMessage] = []
+    context: ContextDelta | None = None
     tools: list[ToolSchema] = []
     tool_choice: Literal["auto", "none"] | None = None
     """`none` asks for text only (the last call at max iterations, summaries)."""

@@ -34,6 +34,10 @@ class Scratchpad(BaseModel):
     model: str = ""
     nudged_empty: bool = False
     repetition: RepetitionState = RepetitionState()
+    prompt_index: int = 1
+    """Where the prompt sits in `messages` (after earlier conversation turns)."""
     summary: str | None = None
-    summarized_upto: int = 2
-    """Messages before this index (after the head) are covered by `summary`."""
+    summarized_upto: int = 1
+    """Messages before this index (the prompt excepted) are covered by `summary`."""
+    compacted: int = 0
+    """Messages removed when the run was carried across continue-as-new (never sent again)."""

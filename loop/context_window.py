@@ -62,46 +62,58 @@ def group_units(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
 
 @dataclass(frozen=True)
 class ContextFit:
-    """Send `messages[:2]`, then (if `kept_from > 2`) a note or summary, then
-    `messages[kept_from:]`."""
+    """What to send: the system message, the prompt (pinned even when `kept_from` is past it),
+    a note or summary when anything was left out, and `messages[kept_from:]`.
+
+    `kept_from <= 1` means nothing was left out.
+    """
 
     kept_from: int
     estimated_tokens: int
-
-    @property
-    def dropped(self) -> int:
-        return self.kept_from - 2
+    dropped: int = 0
 
 
 def fit_context(
     messages: Sequence[ChatMessage],
     max_tokens: int,
     *,
+    prompt_index: int = 1,
     reserve_tokens: int = 0,
     count: Callable[[ChatMessage], int] = estimate_tokens,
 ) -> ContextFit:
-    """Keep the head (system + prompt) and the longest suffix of whole units that fits.
+    """Keep the system message, the prompt (`messages[prompt_index]`) and the longest suffix of
+    whole units that fits; earlier conversation turns sit before the prompt and go first.
 
     `reserve_tokens` leaves room for a summary. The most recent unit is always kept, even if it
     alone is over the budget: it holds the results the model must read next, and tool results
     are already cut to `max_observation_chars` before they get here.
     """
-    head = list(messages[:2])
-    body_units = group_units(messages[2:])
-    head_tokens = sum(count(m) for m in head)
-    all_tokens = head_tokens + sum(count(m) for unit in body_units for m in unit)
+    pinned_tokens = count(messages[0]) + (
+        count(messages[prompt_index]) if len(messages) > prompt_index else 0
+    )
+    units: list[tuple[int, list[ChatMessage]]] = []  # (start index, unit), oldest first
+    for start, part in (
+        (1, messages[1:prompt_index]),
+        (prompt_index + 1, messages[prompt_index + 1 :]),
+    ):
+        offset = start
+        for unit in group_units(part):
+            units.append((offset, unit))
+            offset += len(unit)
+    all_tokens = pinned_tokens + sum(count(m) for _, unit in units for m in unit)
     if all_tokens <= max_tokens:
-        return ContextFit(kept_from=min(2, len(messages)), estimated_tokens=all_tokens)
-    budget = max_tokens - head_tokens - reserve_tokens - NOTE_RESERVE_TOKENS
-    kept_count = 0
+        return ContextFit(kept_from=1, estimated_tokens=all_tokens)
+    budget = max_tokens - pinned_tokens - reserve_tokens - NOTE_RESERVE_TOKENS
+    kept_from = len(messages)
     used = 0
-    for unit in reversed(body_units):
+    for start, unit in reversed(units):
         cost = sum(count(m) for m in unit)
-        if kept_count and used + cost > budget:
+        if kept_from < len(messages) and used + cost > budget:
             break
-        kept_count += len(unit)
+        kept_from = start
         used += cost
-    return ContextFit(kept_from=len(messages) - kept_count, estimated_tokens=head_tokens + used)
+    dropped = sum(len(unit) for start, unit in units if start < kept_from)
+    return ContextFit(kept_from=kept_from, estimated_tokens=pinned_tokens + used, dropped=dropped)
 
 
 def dropped_note(count: int) -> ChatMessage:
@@ -116,13 +128,22 @@ def summary_note(summary: str) -> ChatMessage:
 
 
 def context_messages(
-    messages: Sequence[ChatMessage], fit: ContextFit, summary: str | None = None
+    messages: Sequence[ChatMessage],
+    fit: ContextFit,
+    summary: str | None = None,
+    *,
+    prompt_index: int = 1,
 ) -> list[ChatMessage]:
-    """The messages to send for `fit`: head, a summary or a note if anything was left out, tail."""
-    if fit.kept_from <= 2:
+    """The messages to send for `fit`: the system message, the kept earlier turns, the prompt,
+    a summary or a note right after it when anything was left out, and the kept tail."""
+    if fit.dropped == 0:
         return list(messages)
     middle = summary_note(summary) if summary else dropped_note(fit.dropped)
-    return [*messages[:2], middle, *messages[fit.kept_from :]]
+    prompt = messages[prompt_index]
+    if fit.kept_from <= prompt_index:
+        earlier = messages[max(fit.kept_from, 1) : prompt_index]
+        return [messages[0], *earlier, prompt, middle, *messages[prompt_index + 1 :]]
+    return [messages[0], prompt, middle, *messages[fit.kept_from :]]
 
 
 SUMMARY_SYSTEM_PROMPT = (

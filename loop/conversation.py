@@ -9,8 +9,13 @@ from contracts.messages import ChatMessage
 
 
 def start_conversation(params: AgentInput) -> list[ChatMessage]:
-    """The first messages of a run: the system prompt, then the user's prompt."""
-    return [ChatMessage.system(params.system_prompt), ChatMessage.user(params.prompt)]
+    """The first messages of a run: the system prompt, earlier turns, then the user's prompt
+    (at index `1 + len(params.history)`)."""
+    return [
+        ChatMessage.system(params.system_prompt),
+        *params.history,
+        ChatMessage.user(params.prompt),
+    ]
 
 
 def append_round(

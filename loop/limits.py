@@ -25,3 +25,11 @@ FINAL_ANSWER_PROMPT = (
     "only the information above, give your best final answer now, and say what is still "
     "uncertain or missing."
 )
+
+
+def should_continue_as_new(
+    *, events: int, size_bytes: int, suggested: bool, max_events: int, max_bytes: int
+) -> bool:
+    """Whether a run should continue-as-new now, to keep its history bounded: Temporal suggests
+    it, or the history passed this run's event or byte threshold."""
+    return suggested or events >= max_events or size_bytes >= max_bytes

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ReplySignal,
     )
     from contracts.errors import (
+        CONTEXT_CACHE_MISS,
         HUMAN_WAIT_TIMED_OUT,
         INVALID_INPUT,
         MAX_ITERATIONS_REACHED,
@@ -52,7 +53,13 @@ with workflow.unsafe.imports_passed_through():
         TOOL_FAILED_RUN,
     )
     from contracts.messages import ChatMessage, ToolCall
-    from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest, ToolSchema
+    from contracts.model_io import (
+        CALL_MODEL_ACTIVITY,
+        ContextDelta,
+        ModelReply,
+        ModelRequest,
+        ToolSchema,
+    )
     from contracts.scratchpad import Scratchpad
     from contracts.tool_io import ToolInvocation, ToolOutput
     from loop import approvals
@@ -63,13 +70,19 @@ with workflow.unsafe.imports_passed_through():
         fit_context,
         summary_request,
     )
+    from loop.continuation import compact_for_carry, compact_steps
     from loop.conversation import append_round, start_conversation
     from loop.input_validation import (
         InvalidAgentInput,
         describe_validation_error,
         validate_agent_input,
     )
-    from loop.limits import FINAL_ANSWER_PROMPT, max_iterations_message, may_run_tools
+    from loop.limits import (
+        FINAL_ANSWER_PROMPT,
+        max_iterations_message,
+        may_run_tools,
+        should_continue_as_new,
+    )
     from loop.model_reply import AskAgain, FinalAnswer, normalize_reply, read_final_answer
     from loop.observations import ToolFailure, failure_observation
     from loop.repetition import observe_round, repeated_calls_message, screen_round
@@ -82,6 +95,10 @@ with workflow.unsafe.imports_passed_through():
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 RECENT_STEPS_IN_STATUS = 5
 SignalT = TypeVar("SignalT", bound=BaseModel)
+
+
+class _ContextCacheMiss(Exception):
+    """The worker did not hold this run's conversation: resend it whole."""
 
 
 def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
@@ -113,6 +130,7 @@ class AgentWorkflow:
     def __init__(self) -> None:
         self._status = AgentStatus()
         self._pad = Scratchpad(messages=[])
+        self._sent_messages = 0  # messages the worker's context cache holds for this run
         self._gate = HumanGate(
             {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._refresh_details
         )
@@ -194,8 +212,21 @@ class AgentWorkflow:
             params = validate_agent_input(raw_input, REGISTRY.names())
         except InvalidAgentInput as error:
             raise ApplicationError(str(error), type=INVALID_INPUT, non_retryable=True) from None
-        self._pad = Scratchpad(messages=start_conversation(params), model=params.model or "")
-        self._status = AgentStatus(max_iterations=params.max_iterations, model=params.model)
+        if params.resume is not None:
+            self._pad = params.resume
+        else:
+            self._pad = Scratchpad(
+                messages=start_conversation(params),
+                model=params.model or "",
+                prompt_index=1 + len(params.history),
+            )
+        self._status = AgentStatus(
+            max_iterations=params.max_iterations,
+            model=params.model,
+            iteration=self._pad.iteration,
+            usage=self._pad.usage,
+            steps=len(self._pad.steps),
+        )
         try:
             return await self._loop(params)
         except BaseException as error:
@@ -218,12 +249,15 @@ class AgentWorkflow:
         arg_models = {name: t.args_model for name, t in by_name.items()}
         schemas = [t.schema() for t in tools]
         workflow.logger.info(
-            "agent run started: model=%s tools=%s max_iterations=%d",
+            "agent run %s: model=%s tools=%s max_iterations=%d",
+            f"continued at turn {pad.iteration + 1}" if params.resume else "started",
             params.model or "(worker default)",
             ",".join(by_name) or "none",
             params.max_iterations,
         )
-        for iteration in range(1, params.max_iterations + 1):
+        self._memo(params, by_name)
+        for iteration in range(pad.iteration + 1, params.max_iterations + 1):
+            await self._continue_as_new_if_due(params)
             pad.iteration = iteration
             self._set_phase("thinking")
             reply = await self._ask_model(params, schemas, iteration)
@@ -293,6 +327,44 @@ class AgentWorkflow:
 
         return await self._at_max_iterations(params, schemas)
 
+    async def _continue_as_new_if_due(self, params: AgentInput) -> None:
+        """Between rounds: hand the run to a fresh execution once the history is large, carrying
+        the compacted scratchpad (messages still needed, steps, usage, guards' state)."""
+        info = workflow.info()
+        if not should_continue_as_new(
+            events=info.get_current_history_length(),
+            size_bytes=info.get_current_history_size(),
+            suggested=info.is_continue_as_new_suggested(),
+            max_events=params.continue_as_new_after_events,
+            max_bytes=params.continue_as_new_after_bytes,
+        ):
+            return
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        carried = compact_for_carry(
+            self._pad, params.max_context_tokens, params.context_strategy == "summarize"
+        )
+        workflow.logger.info(
+            "continuing as new at turn %d: %d history events, %d bytes; carrying %d messages",
+            self._pad.iteration + 1,
+            info.get_current_history_length(),
+            info.get_current_history_size(),
+            len(carried.messages),
+        )
+        workflow.continue_as_new(params.model_copy(update={"resume": carried}))
+
+    def _memo(self, params: AgentInput, by_name: dict[str, Tool]) -> None:
+        """What the Web UI's Memo tab shows about the run: prompt, model, tools, limits."""
+        workflow.upsert_memo(
+            {
+                "prompt": shorten(params.prompt, 300),
+                "model": params.model or "(worker default)",
+                "tools": list(by_name),
+                "max_iterations": params.max_iterations,
+                "max_total_tokens": params.max_total_tokens,
+                "continued_from_turn": self._pad.iteration if params.resume else None,
+            }
+        )
+
     async def _at_max_iterations(
         self, params: AgentInput, schemas: list[ToolSchema]
     ) -> AgentResult:
@@ -341,31 +413,73 @@ class AgentWorkflow:
         purpose: str = "turn",
         extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
-        """One model turn: fit the context, call the model, count what it cost."""
-        messages = [*await self._context_for_model(params), *(extra or [])]
+        """One model turn: fit the context, call the model (sending only what is new since the
+        last call unless `context_transfer` is `full`), count what it cost."""
+        pad = self._pad
+        fit = await self._fit_context(params)
         request = ModelRequest(
             model=params.model,
-            messages=messages,
             tools=schemas,
             tool_choice="none" if purpose == "final_answer" and schemas else None,
             turn=iteration,
             purpose="final_answer" if purpose == "final_answer" else "turn",
         )
-        reply = normalize_reply(await self._call_model(params, request), iteration)
+        if params.context_transfer == "full":
+            messages = context_messages(
+                pad.messages, fit, pad.summary, prompt_index=pad.prompt_index
+            )
+            request = request.model_copy(update={"messages": [*messages, *(extra or [])]})
+            reply = await self._call_model(params, request)
+        else:
+            try:
+                reply = await self._call_model(params, self._with_delta(request, fit, extra))
+            except _ContextCacheMiss:
+                self._sent_messages = 0
+                reply = await self._call_model(params, self._with_delta(request, fit, extra))
+            self._sent_messages = len(pad.messages)
+        reply = normalize_reply(reply, iteration)
         if purpose == "final_answer":
             reply = reply.model_copy(update={"tool_calls": []})
         return reply
 
-    async def _context_for_model(self, params: AgentInput) -> list[ChatMessage]:
-        """The messages to send: all of them if they fit, else head + summary/note + tail."""
+    def _with_delta(
+        self, request: ModelRequest, fit: ContextFit, extra: list[ChatMessage] | None
+    ) -> ModelRequest:
         pad = self._pad
-        if params.context_strategy == "drop":
-            fit = fit_context(pad.messages, params.max_context_tokens)
-            return context_messages(pad.messages, fit)
-        reserve = params.max_context_tokens // 5
-        fit = fit_context(pad.messages, params.max_context_tokens, reserve_tokens=reserve)
-        if fit.kept_from > pad.summarized_upto:
-            dropped = pad.messages[pad.summarized_upto : fit.kept_from]
+        info = workflow.info()
+        delta = ContextDelta(
+            key=f"{info.workflow_id}/{info.run_id}",
+            base_length=self._sent_messages,
+            new_messages=pad.messages[self._sent_messages :],
+            prompt_index=pad.prompt_index,
+            kept_from=fit.kept_from,
+            dropped=fit.dropped,
+            summary=pad.summary,
+            extra=extra or [],
+        )
+        return request.model_copy(update={"context": delta})
+
+    async def _fit_context(self, params: AgentInput) -> ContextFit:
+        """Which messages to send: all if they fit, else system + summary/note + prompt + tail.
+
+        With the `summarize` strategy, messages about to be left out are first folded into the
+        running summary by a model call.
+        """
+        pad = self._pad
+        summarize = params.context_strategy == "summarize"
+        reserve = params.max_context_tokens // 5 if summarize else 0
+        fit = fit_context(
+            pad.messages,
+            params.max_context_tokens,
+            prompt_index=pad.prompt_index,
+            reserve_tokens=reserve,
+        )
+        if summarize and fit.kept_from > pad.summarized_upto:
+            dropped = [
+                m
+                for index, m in enumerate(pad.messages)
+                if pad.summarized_upto <= index < fit.kept_from and index != pad.prompt_index
+            ]
             max_chars = reserve * 3
             request = ModelRequest(
                 model=params.model,
@@ -376,8 +490,17 @@ class AgentWorkflow:
             summary = await self._call_model(params, request)
             pad.summary = (summary.content or "").strip()[:max_chars] or pad.summary
             pad.summarized_upto = fit.kept_from
-        covered = ContextFit(kept_from=pad.summarized_upto, estimated_tokens=fit.estimated_tokens)
-        return context_messages(pad.messages, covered, pad.summary)
+        if summarize:
+            fit = ContextFit(
+                kept_from=max(fit.kept_from, pad.summarized_upto),
+                estimated_tokens=fit.estimated_tokens,
+                dropped=fit.dropped,
+            )
+        return ContextFit(
+            kept_from=fit.kept_from,
+            estimated_tokens=fit.estimated_tokens,
+            dropped=fit.dropped + pad.compacted,
+        )
 
     async def _call_model(self, params: AgentInput, request: ModelRequest) -> ModelReply:
         """Run the `call_model` activity and add its usage (and cost) to the run's spending."""
@@ -402,6 +525,8 @@ class AgentWorkflow:
             if is_cancelled_exception(error):
                 raise
             cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == CONTEXT_CACHE_MISS:
+                raise _ContextCacheMiss() from error
             detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
             raise ApplicationError(
                 f"model call failed at turn {request.turn}: {detail}",
@@ -607,7 +732,7 @@ class AgentWorkflow:
             answer=answer,
             stop_reason=stop_reason,
             iterations=pad.iteration,
-            steps=pad.steps,
+            steps=compact_steps(pad.steps),
             usage=pad.usage,
             cost_usd=pad.cost_usd,
             model=pad.model,

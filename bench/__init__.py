@@ -1,0 +1,1 @@
+"""Benchmarks: history growth, throughput. Run with `make bench`; results in BENCHMARKS.md."""
