@@ -24,7 +24,7 @@ class ModelActivities:
     ):
         self._model = model
         self._heartbeat_every = heartbeat_every_seconds
-        self.cache = cache or ContextCache()
+        self.cache = cache if cache is not None else ContextCache()
 
     @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(self, request: ModelRequest) -> ModelReply:

@@ -100,6 +100,14 @@ class AgentSettings(BaseModel):
 MAX_HISTORY_CHARS = 1_000_000
 
 
+class SessionLink(BaseModel):
+    """The session a run is a turn of: the run signals `turn_finished` (and `turn_pending`
+    while it waits for a person) to that workflow id."""
+
+    workflow_id: str
+    turn_id: str
+
+
 class AgentInput(AgentSettings):
     """One agent run: the prompt, optionally after earlier turns of a conversation (`history`:
     user and assistant messages, oldest first), run with `AgentSettings`."""
@@ -107,6 +115,9 @@ class AgentInput(AgentSettings):
     prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
     history: list[ChatMessage] = Field(
         default=[], description="Earlier conversation (user/assistant messages) to continue."
+    )
+    session: SessionLink | None = Field(
+        default=None, description="Set by SessionWorkflow: the session this run is a turn of."
     )
     resume: Scratchpad | None = Field(
         default=None,

@@ -14,11 +14,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.chat_model import ChatModel
+from activities.context_cache import ContextCache
 from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
 from tools.definition import Tool
 from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
+from workflows.session_workflow import SessionWorkflow
 
 
 def build_workers(
@@ -29,6 +31,7 @@ def build_workers(
     registry: ToolRegistry,
     workspace: Path,
     drain_seconds: float = 0.0,
+    context_cache: ContextCache | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
@@ -44,9 +47,9 @@ def build_workers(
     main = Worker(
         client,
         task_queue=task_queue,
-        workflows=[AgentWorkflow],
+        workflows=[AgentWorkflow, SessionWorkflow],
         activities=[
-            ModelActivities(model).call_model,
+            ModelActivities(model, cache=context_cache).call_model,
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
         graceful_shutdown_timeout=drain,

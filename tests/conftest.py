@@ -20,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import tests.agent_test_tools  # noqa: F401  (registers the test tools)
 from activities.chat_model import ChatModel
+from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from runtime.workers import build_workers
@@ -56,6 +57,7 @@ class AgentHarness:
     task_queue: str
     fake: FakeOpenAIServer
     workspace: Path
+    cache: ContextCache
 
     async def start(self, payload: Any, workflow_id: str | None = None) -> WorkflowHandle[Any, Any]:
         """Start `AgentWorkflow` with `payload` sent as JSON, as the Temporal CLI would."""
@@ -94,11 +96,17 @@ async def started_workers(
     model: ChatModel,
     workspace: Path,
     task_queue: str | None = None,
+    context_cache: ContextCache | None = None,
 ) -> str:
     """Start the application's workers (on a fresh task queue unless one is named)."""
     task_queue = task_queue or f"agents-test-{uuid.uuid4()}"
     for worker in build_workers(
-        client, task_queue=task_queue, model=model, registry=REGISTRY, workspace=workspace
+        client,
+        task_queue=task_queue,
+        model=model,
+        registry=REGISTRY,
+        workspace=workspace,
+        context_cache=context_cache,
     ):
         await stack.enter_async_context(worker)
     return task_queue
@@ -114,9 +122,12 @@ async def agent(
     model = OpenAIChatModel(
         api_key=SECRET_API_KEY, base_url=fake_model.base_url, default_model=FAKE_MODEL
     )
+    cache = ContextCache()
     async with AsyncExitStack() as stack:
-        queue = await started_workers(stack, temporal_env.client, model, workspace)
-        yield AgentHarness(temporal_env.client, queue, fake_model, workspace)
+        queue = await started_workers(
+            stack, temporal_env.client, model, workspace, context_cache=cache
+        )
+        yield AgentHarness(temporal_env.client, queue, fake_model, workspace, cache)
     await model.close()
 
 

@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
     )
     from contracts.scratchpad import Scratchpad
+    from contracts.session import TurnReport
     from contracts.tool_io import ToolInvocation, ToolOutput
     from loop import approvals
     from loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
@@ -132,8 +133,10 @@ class AgentWorkflow:
         self._pad = Scratchpad(messages=[])
         self._sent_messages = 0  # messages the worker's context cache holds for this run
         self._gate = HumanGate(
-            {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._refresh_details
+            {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._on_gate_change
         )
+        self._params: AgentInput | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -212,6 +215,7 @@ class AgentWorkflow:
             params = validate_agent_input(raw_input, REGISTRY.names())
         except InvalidAgentInput as error:
             raise ApplicationError(str(error), type=INVALID_INPUT, non_retryable=True) from None
+        self._params = params
         if params.resume is not None:
             self._pad = params.resume
         else:
@@ -228,9 +232,12 @@ class AgentWorkflow:
             steps=len(self._pad.steps),
         )
         try:
-            return await self._loop(params)
+            result = await self._loop(params)
         except BaseException as error:
+            if isinstance(error, workflow.ContinueAsNewError):
+                raise
             if not is_cancelled_exception(error):
+                await self._report_to_session(params, error=error)
                 raise
             pad = self._pad
             self._status = self._status.model_copy(update={"phase": "cancelled"})
@@ -241,6 +248,40 @@ class AgentWorkflow:
             workflow.set_current_details(summary)
             workflow.logger.info("agent run %s; steps: %s", summary, [s.tool for s in pad.steps])
             raise
+        await self._report_to_session(params, result=result)
+        return result
+
+    async def _report_to_session(
+        self,
+        params: AgentInput,
+        *,
+        result: AgentResult | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """A session's turn tells its session how it ended (the session may have moved on to a
+        new run by continue-as-new; a signal by workflow id reaches the current one)."""
+        if params.session is None:
+            return
+        report = TurnReport(
+            turn_id=params.session.turn_id,
+            workflow_id=workflow.info().workflow_id,
+            answer=result.answer if result else "",
+            stop_reason=result.stop_reason if result else None,
+            steps=compact_steps(result.steps, budget_chars=20_000) if result else [],
+            usage=result.usage if result else self._pad.usage,
+            error=None if error is None else str(error) or type(error).__name__,
+        )
+        await self._signal_session(params, "turn_finished", report)
+
+    async def _signal_session(self, params: AgentInput, name: str, payload: Any) -> None:
+        if params.session is None:
+            return
+        try:
+            await workflow.get_external_workflow_handle(params.session.workflow_id).signal(
+                name, payload
+            )
+        except Exception as error:  # the session may have ended; the run's own result stands
+            workflow.logger.warning("could not signal session %s: %s", name, error)
 
     async def _loop(self, params: AgentInput) -> AgentResult:
         pad = self._pad
@@ -686,6 +727,15 @@ class AgentWorkflow:
         return output.content, "ok", output.stop_run
 
     # -- what the Web UI shows -----------------------------------------------------------------
+
+    def _on_gate_change(self) -> None:
+        """Pending requests changed: update the details, and tell the session (if any)."""
+        self._refresh_details()
+        if self._params is not None and self._params.session is not None:
+            pending = list(self._gate.pending.values())
+            task = asyncio.create_task(self._signal_session(self._params, "turn_pending", pending))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _set_phase(self, phase: Phase) -> None:
         self._status = self._status.model_copy(

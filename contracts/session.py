@@ -1,0 +1,141 @@
+"""`SessionWorkflow`'s boundary: a long-lived conversation under a session id.
+
+Each turn runs as a child `AgentWorkflow` (its own run in the Web UI, its own history); the
+session remembers a window of earlier turns and passes it to the next turn as `history`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.agent_input import AgentSettings
+from contracts.agent_result import StopReason, ToolStep
+from contracts.approvals import PendingRequest
+from contracts.usage import TokenUsage
+
+MemoryMode = Literal["answers", "answers_and_tools"]
+
+
+class MemoryTurn(BaseModel):
+    """One remembered exchange: what the user said and what the agent answered."""
+
+    turn: int
+    user: str
+    answer: str
+    tools_note: str | None = None
+
+
+class QueuedMessage(BaseModel):
+    """A message waiting for its turn; `id` is the update id, or `signal-N` for a signal."""
+
+    id: str
+    text: str
+    by: str | None = None
+
+
+class TurnReport(BaseModel):
+    """What a finished turn reports to its session (sent by the child as a signal)."""
+
+    turn_id: str
+    workflow_id: str
+    answer: str = ""
+    stop_reason: StopReason | None = None
+    steps: list[ToolStep] = []
+    usage: TokenUsage = TokenUsage()
+    error: str | None = None
+
+
+class TurnResult(BaseModel):
+    """What update `send` returns: the turn's answer, steps and usage (or its error)."""
+
+    turn: int
+    workflow_id: str
+    answer: str
+    stop_reason: StopReason | None
+    steps: list[ToolStep]
+    usage: TokenUsage
+    error: str | None = None
+
+
+class RunningTurn(BaseModel):
+    turn: int
+    message: QueuedMessage
+    workflow_id: str
+
+
+class SessionCarry(BaseModel):
+    """What a session carries across continue-as-new."""
+
+    memory: list[MemoryTurn] = []
+    queued: list[QueuedMessage] = []
+    running: RunningTurn | None = None
+    pending: list[PendingRequest] = []
+    turns: int = 0
+    usage: TokenUsage = TokenUsage()
+    signals_received: int = 0
+    ended: bool = False
+    end_reason: str | None = None
+    runs: int = 1
+    started_at: datetime | None = None
+
+
+class SessionInput(BaseModel):
+    """How the session's agent runs, and what it remembers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: AgentSettings = AgentSettings()
+    memory_max_turns: int = Field(default=20, ge=0, le=1000)
+    memory_max_tokens: int | None = Field(default=None, ge=100, le=200_000)
+    memory_mode: MemoryMode = "answers"
+    max_message_chars: int = Field(default=50_000, ge=1, le=200_000)
+    continue_as_new_after_events: int = Field(default=2_000, ge=30, le=40_000)
+    carry: SessionCarry | None = Field(
+        default=None, description="Set by the workflow itself when it continues-as-new."
+    )
+
+
+class SendMessage(BaseModel):
+    """Update or signal `send`: `{"text": "...", "by"?: "..."}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1)
+    by: str | None = None
+
+
+class EndSession(BaseModel):
+    """Signal `end`: `{"reason"?: "...", "by"?: "..."}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = None
+    by: str | None = None
+
+
+SessionState = Literal["idle", "running", "ended"]
+
+
+class SessionStatus(BaseModel):
+    state: SessionState
+    turns: int
+    queued: int
+    running: RunningTurn | None
+    pending: list[PendingRequest]
+    usage: TokenUsage
+    remembered_turns: int
+    runs: int
+    """Executions so far (1 + continue-as-new count)."""
+
+
+class SessionResult(BaseModel):
+    """What the session returns when it ends."""
+
+    turns: int
+    usage: TokenUsage
+    reason: str | None
+    last_answer: str | None
+    runs: int

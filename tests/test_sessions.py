@@ -1,0 +1,166 @@
+"""Sessions: memory across turns, window trimming, queued messages, continue-as-new that keeps
+memory, queued messages and a pending approval, ending, and refusals."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from contracts.session import MemoryTurn, SessionResult, TurnResult
+from tests import fake_openai as fake
+from tests.conftest import AgentHarness
+from tests.session_support import echo_model, send_with_start, wait_status
+
+
+def history_sent(body: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["role"], m["content"]) for m in body["messages"][1:]]
+
+
+async def test_turns_remember_earlier_turns(agent: AgentHarness) -> None:
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    first, handle = await send_with_start(agent.client, session, agent.task_queue, "I am Ann.")
+    assert (first.turn, first.answer) == (1, "answer to: I am Ann.")
+    assert first.workflow_id == f"{session}/turn-1"
+    second = await handle.execute_update("send", {"text": "Who am I?"}, result_type=TurnResult)
+    assert second.turn == 2
+    assert history_sent(agent.fake.last_request.body) == [
+        ("user", "I am Ann."),
+        ("assistant", "answer to: I am Ann."),
+        ("user", "Who am I?"),
+    ]
+    history = await handle.query("history", result_type=list[MemoryTurn])
+    assert [(t.user, t.answer) for t in history] == [
+        ("I am Ann.", "answer to: I am Ann."),
+        ("Who am I?", "answer to: Who am I?"),
+    ]
+
+
+async def test_memory_window_keeps_the_most_recent_turns(agent: AgentHarness) -> None:
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "one", {"memory_max_turns": 2}
+    )
+    for text in ("two", "three", "four"):
+        await handle.execute_update("send", {"text": text}, result_type=TurnResult)
+    assert [c for r, c in history_sent(agent.fake.last_request.body) if r == "user"] == [
+        "two",
+        "three",
+        "four",
+    ]
+
+
+async def test_memory_can_include_a_note_of_the_tools_used(agent: AgentHarness) -> None:
+    agent.fake.enqueue(
+        fake.tool_calls(fake.call("calculator", {"expression": "17*25"})), fake.text("425")
+    )
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "17*25?", {"memory_mode": "answers_and_tools"}
+    )
+    agent.fake.set_handler(echo_model)
+    await handle.execute_update("send", {"text": "and now?"}, result_type=TurnResult)
+    remembered = history_sent(agent.fake.last_request.body)[1][1]
+    assert remembered.startswith('[tools used: calculator {"expression": "17*25"} -> 425]')
+
+
+async def test_signalled_messages_are_queued_and_answered_in_order(agent: AgentHarness) -> None:
+    agent.fake.set_handler(lambda body: fake.delay(0.2, echo_model(body)))
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "m0")
+    for index in range(1, 4):
+        await handle.signal("send", {"text": f"m{index}"})
+    await wait_status(handle, lambda s: s.turns == 4 and s.state == "idle")
+    history = await handle.query("history", result_type=list[MemoryTurn])
+    assert [t.user for t in history] == ["m0", "m1", "m2", "m3"]
+
+
+async def test_continue_as_new_keeps_memory_and_queued_messages(agent: AgentHarness) -> None:
+    agent.fake.set_handler(lambda body: fake.delay(0.1, echo_model(body)))
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "m0", {"continue_as_new_after_events": 30}
+    )
+    for index in range(1, 8):
+        await handle.signal("send", {"text": f"m{index}"})
+    status = await wait_status(handle, lambda s: s.turns == 8 and s.state == "idle", 60)
+    assert status.runs > 1  # it continued-as-new at least once
+    history = await handle.query("history", result_type=list[MemoryTurn])
+    assert [t.user for t in history] == [f"m{i}" for i in range(8)]
+    users = [c for r, c in history_sent(agent.fake.last_request.body) if r == "user"]
+    assert users == [f"m{i}" for i in range(8)]  # the last turn saw all earlier turns
+
+
+async def test_approval_pending_across_continue_as_new(agent: AgentHarness) -> None:
+    def model(body: dict[str, Any]) -> Any:
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        if users[-1] == "save it" and body["messages"][-1]["role"] == "user":
+            return fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}))
+        return echo_model(body)
+
+    agent.fake.set_handler(model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "hello", {"continue_as_new_after_events": 30}
+    )
+    await handle.signal("send", {"text": "save it"})
+    status = await wait_status(handle, lambda s: len(s.pending) == 1)
+    runs_before = status.runs
+    for index in range(12):  # history grows while the turn waits: the session moves on
+        await handle.signal("send", {"text": f"later {index}"})
+    status = await wait_status(handle, lambda s: s.runs > runs_before and len(s.pending) == 1)
+    assert status.running is not None and status.running.message.text == "save it"
+
+    await handle.signal("approve", {"call_id": "*", "by": "ops"})  # forwarded to the turn
+    await wait_status(handle, lambda s: s.turns == 14 and s.state == "idle", 60)
+    assert (agent.workspace / "s.txt").read_text() == "s"
+    history = await handle.query("history", result_type=list[MemoryTurn])
+    assert [t.user for t in history][1:3] == ["save it", "later 0"]
+
+
+async def test_end_answers_what_is_queued_then_closes(agent: AgentHarness) -> None:
+    agent.fake.set_handler(lambda body: fake.delay(0.3, echo_model(body)))
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "first")
+    await handle.signal("send", {"text": "second"})
+    await handle.signal("end", {"reason": "done for today", "by": "ann"})
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update("send", {"text": "too late"}, result_type=TurnResult)
+    assert isinstance(refused.value.cause, ApplicationError)
+    assert "the session has ended" in refused.value.cause.message
+    ended = agent.client.get_workflow_handle(session, result_type=SessionResult)
+    result = await ended.result()
+    assert (result.turns, result.reason, result.last_answer) == (
+        2, "done for today", "answer to: second",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"text": ""}, "text: String should have at least 1 character"),
+        ({"text": "   "}, "text: the message is empty"),
+        ({"text": "x" * 11}, "the message has 11 characters; the most is 10"),
+        ({"txt": "typo"}, "txt: Extra inputs are not permitted"),
+    ],
+)
+async def test_bad_messages_are_refused(
+    agent: AgentHarness, payload: dict[str, Any], message: str
+) -> None:
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "hi", {"max_message_chars": 10}
+    )
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update("send", payload, result_type=TurnResult)
+    assert isinstance(refused.value.cause, ApplicationError)
+    assert message in refused.value.cause.message
+    await handle.signal("send", payload)  # the signal form is logged and ignored
+    await handle.signal("send", {"text": "ok"})
+    await wait_status(handle, lambda s: s.turns == 2 and s.state == "idle")

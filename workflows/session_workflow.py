@@ -1,0 +1,334 @@
+"""`SessionWorkflow`: a long-lived conversation under a session id (the workflow id).
+
+Messages arrive by update `send` (waits for and returns the turn's result) or signal `send`
+(fire and forget); they are answered one at a time, in order. Each turn runs as a child
+`AgentWorkflow` that gets the remembered earlier turns as `history`, so the session's own
+history grows by a few small events per turn. The session continues-as-new when its history
+gets long, carrying memory, queued messages and even a turn still running (the child reports
+its end by a signal to the session id, which reaches whichever run is current). Approvals and
+questions work as in a one-shot run; the session forwards `approve` / `reject` / `reply`
+signals to the running turn and lists its pending requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
+    from contracts.agent_input import AgentInput, SessionLink
+    from contracts.approvals import PendingRequest
+    from contracts.errors import INVALID_INPUT
+    from contracts.session import (
+        EndSession,
+        MemoryTurn,
+        QueuedMessage,
+        RunningTurn,
+        SendMessage,
+        SessionCarry,
+        SessionInput,
+        SessionResult,
+        SessionState,
+        SessionStatus,
+        TurnReport,
+        TurnResult,
+    )
+    from loop.input_validation import describe_validation_error
+    from loop.limits import should_continue_as_new
+    from loop.memory import memory_messages, memory_turn, remember
+    from loop.summaries import shorten
+
+SESSION_REFUSED = "SessionRefused"
+
+
+@workflow.defn(name="SessionWorkflow")
+class SessionWorkflow:
+    """A conversation: update/signal `send`, signal `end`, queries `history` and `status`."""
+
+    def __init__(self) -> None:
+        self._params = SessionInput()
+        self._carry = SessionCarry()
+        self._reports: dict[str, TurnReport] = {}
+        self._results: dict[str, TurnResult] = {}
+
+    # -- messages in ---------------------------------------------------------------------------
+
+    @workflow.update(name="send")
+    async def send(self, raw: Any) -> TurnResult:
+        """`{"text": "...", "by"?: "..."}`: queue a message and return its turn's result."""
+        message = SendMessage.model_validate(raw)
+        update_id = workflow.current_update_info()
+        queued_id = update_id.id if update_id else f"update-{len(self._results)}"
+        self._carry.queued.append(QueuedMessage(id=queued_id, text=message.text, by=message.by))
+        await workflow.wait_condition(lambda: queued_id in self._results)
+        return self._results.pop(queued_id)
+
+    @send.validator
+    def validate_send(self, raw: Any) -> None:
+        """Refuse before anything enters history: empty or oversized text, a session that ended."""
+        self._check_message(raw)
+
+    @workflow.signal(name="send")
+    def send_signal(self, raw: Any) -> None:
+        """Fire-and-forget `send`; a message that cannot be taken is logged and ignored."""
+        try:
+            message = self._check_message(raw)
+        except ApplicationError as error:
+            workflow.logger.warning("signal send ignored: %s", error.message)
+            return
+        self._carry.signals_received += 1
+        queued = QueuedMessage(id=f"signal-{workflow.uuid4()}", text=message.text, by=message.by)
+        self._carry.queued.append(queued)
+
+    @workflow.signal(name="end")
+    def end(self, raw: Any = None) -> None:
+        """`{"reason"?: "...", "by"?: "..."}`: answer what is queued, then close the session."""
+        try:
+            request = EndSession.model_validate(raw or {})
+        except ValidationError as error:
+            request = EndSession(reason=f"(invalid end input: {describe_validation_error(error)})")
+        self._carry.ended = True
+        self._carry.end_reason = request.reason or (
+            f"ended by {request.by}" if request.by else None
+        )
+
+    def _check_message(self, raw: Any) -> SendMessage:
+        if self._carry.ended:
+            raise ApplicationError(
+                "the session has ended", type=SESSION_REFUSED, non_retryable=True
+            )
+        try:
+            message = SendMessage.model_validate(raw)
+        except ValidationError as error:
+            raise ApplicationError(
+                f"invalid message: {describe_validation_error(error)}",
+                type=SESSION_REFUSED,
+                non_retryable=True,
+            ) from None
+        if not message.text.strip():
+            raise ApplicationError(
+                "text: the message is empty", type=SESSION_REFUSED, non_retryable=True
+            )
+        if len(message.text) > self._params.max_message_chars:
+            raise ApplicationError(
+                f"text: the message has {len(message.text)} characters; the most is "
+                f"{self._params.max_message_chars}",
+                type=SESSION_REFUSED,
+                non_retryable=True,
+            )
+        return message
+
+    # -- from the turns ------------------------------------------------------------------------
+
+    @workflow.signal(name="turn_finished")
+    def turn_finished(self, raw: Any) -> None:
+        report = TurnReport.model_validate(raw)
+        self._reports[report.turn_id] = report
+
+    @workflow.signal(name="turn_pending")
+    def turn_pending(self, raw: Any) -> None:
+        self._carry.pending = [PendingRequest.model_validate(p) for p in raw or []]
+
+    # -- decisions, forwarded to the running turn ------------------------------------------------
+
+    @workflow.signal(name="approve")
+    async def approve(self, raw: Any) -> None:
+        await self._forward("approve", raw)
+
+    @workflow.signal(name="reject")
+    async def reject(self, raw: Any) -> None:
+        await self._forward("reject", raw)
+
+    @workflow.signal(name="reply")
+    async def reply(self, raw: Any) -> None:
+        await self._forward("reply", raw)
+
+    async def _forward(self, name: str, raw: Any) -> None:
+        running = self._carry.running
+        if running is None:
+            workflow.logger.warning("signal %s ignored: no turn is running", name)
+            return
+        try:
+            await workflow.get_external_workflow_handle(running.workflow_id).signal(name, raw)
+        except Exception as error:
+            workflow.logger.warning("signal %s not forwarded: %s", name, error)
+
+    # -- queries -------------------------------------------------------------------------------
+
+    @workflow.query(name="history")
+    def history(self) -> list[MemoryTurn]:
+        """The remembered turns (what the next turn's model sees), oldest first."""
+        return list(self._carry.memory)
+
+    @workflow.query(name="status")
+    def status(self) -> SessionStatus:
+        carry = self._carry
+        state: SessionState = (
+            "ended"
+            if carry.ended and not carry.queued and not carry.running
+            else "running"
+            if carry.running
+            else "idle"
+        )
+        return SessionStatus(
+            state=state,
+            turns=carry.turns,
+            queued=len(carry.queued),
+            running=carry.running,
+            pending=carry.pending,
+            usage=carry.usage,
+            remembered_turns=len(carry.memory),
+            runs=carry.runs,
+        )
+
+    @workflow.query(name="pending_approvals")
+    def pending_approvals(self) -> list[PendingRequest]:
+        """The running turn's pending requests; their commands name the turn's workflow id."""
+        return list(self._carry.pending)
+
+    # -- the conversation ----------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, raw_input: Any = None) -> SessionResult:
+        try:
+            self._params = SessionInput.model_validate(raw_input or {})
+        except ValidationError as error:
+            raise ApplicationError(
+                f"invalid SessionWorkflow input: {describe_validation_error(error)}",
+                type=INVALID_INPUT,
+                non_retryable=True,
+            ) from None
+        if self._params.carry is not None:
+            carried = self._params.carry
+            # The carried messages are older than any that reached this run already.
+            self._carry = carried.model_copy(
+                update={"queued": [*carried.queued, *self._carry.queued], "runs": carried.runs + 1}
+            )
+        if self._carry.started_at is None:
+            self._carry.started_at = workflow.now()
+
+        while True:
+            if self._carry.running is not None:
+                await self._wait_for(self._turn_done)
+                if self._turn_done():
+                    self._finish_turn()
+                    continue
+                self._continue_as_new()  # a long wait: carry the running turn along
+            if self._can_continue_as_new():
+                self._continue_as_new()
+            await self._wait_for(lambda: bool(self._carry.queued) or self._carry.ended)
+            if self._carry.queued:
+                await self._start_turn(self._carry.queued.pop(0))
+            elif self._carry.ended:
+                break
+            else:
+                self._continue_as_new()
+
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        last = self._carry.memory[-1].answer if self._carry.memory else None
+        return SessionResult(
+            turns=self._carry.turns,
+            usage=self._carry.usage,
+            reason=self._carry.end_reason,
+            last_answer=last,
+            runs=self._carry.runs,
+        )
+
+    async def _wait_for(self, ready: Callable[[], bool]) -> None:
+        """Wait until `ready`, or until the session should continue-as-new."""
+        await workflow.wait_condition(lambda: ready() or self._can_continue_as_new())
+
+    def _turn_done(self) -> bool:
+        running = self._carry.running
+        return running is not None and running.message.id in self._reports
+
+    async def _start_turn(self, message: QueuedMessage) -> None:
+        carry = self._carry
+        carry.turns += 1
+        session_id = workflow.info().workflow_id
+        turn_id = message.id
+        workflow_id = f"{session_id}/turn-{carry.turns}"
+        agent_input = AgentInput(
+            **self._params.agent.model_dump(),
+            prompt=message.text,
+            history=memory_messages(carry.memory),
+            session=SessionLink(workflow_id=session_id, turn_id=turn_id),
+        )
+        carry.running = RunningTurn(turn=carry.turns, message=message, workflow_id=workflow_id)
+        carry.pending = []
+        workflow.set_current_details(
+            f"turn {carry.turns}: {shorten(message.text, 120)}\n  running as {workflow_id}"
+        )
+        await workflow.start_child_workflow(
+            "AgentWorkflow",
+            agent_input,
+            id=workflow_id,
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            static_summary=f"session {session_id} · turn {carry.turns}",
+        )
+
+    def _finish_turn(self) -> None:
+        carry = self._carry
+        running = carry.running
+        if running is None or running.message.id not in self._reports:
+            return
+        report = self._reports.pop(running.message.id)
+        carry.usage = carry.usage + report.usage
+        if report.error is None:
+            turn = memory_turn(
+                running.turn,
+                running.message.text,
+                report.answer,
+                report.steps,
+                self._params.memory_mode,
+            )
+            carry.memory = remember(
+                carry.memory,
+                turn,
+                max_turns=self._params.memory_max_turns,
+                max_tokens=self._params.memory_max_tokens,
+            )
+        self._results[running.message.id] = TurnResult(
+            turn=running.turn,
+            workflow_id=report.workflow_id,
+            answer=report.answer,
+            stop_reason=report.stop_reason,
+            steps=report.steps,
+            usage=report.usage,
+            error=report.error,
+        )
+        carry.running = None
+        carry.pending = []
+        workflow.set_current_details(
+            f"{carry.turns} turns · {carry.usage.total_tokens} tokens · {len(carry.queued)} queued"
+        )
+
+    def _can_continue_as_new(self) -> bool:
+        """The history is long and no handler is in flight (a `send` update waiting for its
+        turn must get its answer from this run)."""
+        info = workflow.info()
+        return workflow.all_handlers_finished() and should_continue_as_new(
+            events=info.get_current_history_length(),
+            size_bytes=info.get_current_history_size(),
+            suggested=info.is_continue_as_new_suggested(),
+            max_events=self._params.continue_as_new_after_events,
+            max_bytes=self._params.agent.continue_as_new_after_bytes,
+        )
+
+    def _continue_as_new(self) -> None:
+        """Hand over to a fresh run carrying memory, queued messages and a running turn."""
+        info = workflow.info()
+        workflow.logger.info(
+            "session continuing as new after %d events: %d remembered turns, %d queued",
+            info.get_current_history_length(),
+            len(self._carry.memory),
+            len(self._carry.queued),
+        )
+        workflow.continue_as_new(self._params.model_copy(update={"carry": self._carry}))
