@@ -3,6 +3,8 @@ was configured with (a real OpenAI-compatible server, or the offline demo model)
 
 from __future__ import annotations
 
+import time
+
 from temporalio import activity
 
 from activities.chat_model import ChatModel
@@ -35,11 +37,27 @@ class ModelActivities:
         if request.context is not None:
             messages = self.cache.resolve(request.context)
             request = request.model_copy(update={"messages": messages, "context": None})
+        model = request.model or self._model.default_model
+        started = time.monotonic()
+        reply = await with_heartbeats(self._model.complete(request), self._heartbeat_every)
+        latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
-            "model call: model=%s turn=%d messages=%d tools=%d",
-            request.model or self._model.default_model,
+            "model %s answered turn %d in %d ms: %d tool calls, %d tokens",
+            model,
             request.turn,
-            len(request.messages),
-            len(request.tools),
+            latency_ms,
+            len(reply.tool_calls),
+            reply.usage.total_tokens,
+            extra={
+                "agent": {
+                    "model": model,
+                    "turn": request.turn,
+                    "purpose": request.purpose,
+                    "messages": len(request.messages),
+                    "latency_ms": latency_ms,
+                    "tokens": reply.usage.total_tokens,
+                    "finish_reason": reply.finish_reason,
+                }
+            },
         )
-        return await with_heartbeats(self._model.complete(request), self._heartbeat_every)
+        return reply

@@ -4,6 +4,7 @@ the Web UI show `calculator` with its arguments and its result."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -51,19 +52,40 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             call_id=invocation.call_id,
             idempotency_key=invocation.idempotency_key,
         )
+        started = time.monotonic()
         try:
             result = await with_heartbeats(item.invoke(args, ctx), heartbeat_every)
         except ToolError as error:
+            activity.logger.info(
+                "tool %s call %s refused: %s",
+                item.name,
+                invocation.call_id,
+                error,
+                extra={"agent": {"tool": item.name, "call_id": invocation.call_id,
+                                 "outcome": "tool_error"}},
+            )  # fmt: skip
             raise ApplicationError(str(error), type=TOOL_ERROR, non_retryable=True) from None
         stop_run = isinstance(result, StopRun)
         text = result.answer if isinstance(result, StopRun) else render_result(result)
         content, truncated = truncate_observation(text, invocation.max_output_chars)
+        latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
-            "tool %s call %s finished: %d chars%s",
+            "tool %s call %s finished in %d ms: %d chars%s",
             item.name,
             invocation.call_id,
+            latency_ms,
             len(text),
             " (truncated)" if truncated else "",
+            extra={
+                "agent": {
+                    "tool": item.name,
+                    "call_id": invocation.call_id,
+                    "outcome": "ok",
+                    "latency_ms": latency_ms,
+                    "chars": len(text),
+                    "truncated": truncated,
+                }
+            },
         )
         return ToolOutput(
             content=content, truncated=truncated, original_chars=len(text), stop_run=stop_run

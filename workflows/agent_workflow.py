@@ -10,8 +10,9 @@ others run. State between rounds lives in the workflow history; nothing else is 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import workflow
@@ -246,7 +247,9 @@ class AgentWorkflow:
                 f"{pad.usage.total_tokens} tokens"
             )
             workflow.set_current_details(summary)
-            workflow.logger.info("agent run %s; steps: %s", summary, [s.tool for s in pad.steps])
+            self._log(
+                "agent run %s", summary, outcome="cancelled", tools=[s.tool for s in pad.steps]
+            )
             raise
         await self._report_to_session(params, result=result)
         return result
@@ -289,12 +292,13 @@ class AgentWorkflow:
         by_name = {t.name: t for t in tools}
         arg_models = {name: t.args_model for name, t in by_name.items()}
         schemas = [t.schema() for t in tools]
-        workflow.logger.info(
+        self._log(
             "agent run %s: model=%s tools=%s max_iterations=%d",
             f"continued at turn {pad.iteration + 1}" if params.resume else "started",
             params.model or "(worker default)",
             ",".join(by_name) or "none",
             params.max_iterations,
+            outcome="continued" if params.resume else "started",
         )
         self._memo(params, by_name)
         for iteration in range(pad.iteration + 1, params.max_iterations + 1):
@@ -545,6 +549,7 @@ class AgentWorkflow:
 
     async def _call_model(self, params: AgentInput, request: ModelRequest) -> ModelReply:
         """Run the `call_model` activity and add its usage (and cost) to the run's spending."""
+        started = workflow.now()
         try:
             reply = await workflow.execute_activity(
                 CALL_MODEL_ACTIVITY,
@@ -577,6 +582,20 @@ class AgentWorkflow:
         pad = self._pad
         pad.usage = pad.usage + reply.usage
         pad.model = reply.model
+        self._log(
+            "model %s answered turn %d (%s): %d tool calls, %d tokens",
+            reply.model,
+            request.turn,
+            request.purpose,
+            len(reply.tool_calls),
+            reply.usage.total_tokens,
+            model=reply.model,
+            purpose=request.purpose,
+            latency_ms=self._ms_since(started),
+            tokens=reply.usage.total_tokens,
+            tool_calls=len(reply.tool_calls),
+            finish_reason=reply.finish_reason,
+        )
         if params.cost_budget is not None:
             try:
                 price = price_for(reply.model, params.cost_budget.prices)
@@ -624,7 +643,14 @@ class AgentWorkflow:
             )
 
         if isinstance(planned, RefusedCall):
-            workflow.logger.info("tool call %s refused: %s", call.id, planned.observation)
+            self._log(
+                "tool call %s refused: %s",
+                call.id,
+                planned.observation,
+                tool=call.name,
+                call_id=call.id,
+                outcome="refused",
+            )
             return step(planned.observation, "error", None), False
         item = by_name[call.name]
         args = planned.args
@@ -664,7 +690,15 @@ class AgentWorkflow:
             timeout_seconds=seconds,
             on_timeout=action,
         )
-        workflow.logger.info("%s %s waits for a person: %s", item.name, call.id, request.command)
+        self._log(
+            "%s %s waits for a person: %s",
+            item.name,
+            call.id,
+            request.command,
+            tool=item.name,
+            call_id=call.id,
+            outcome="waiting",
+        )
         decision = await self._gate.wait(request)
         if decision.outcome == "timed_out" and decision.timeout_action == "fail":
             raise ApplicationError(
@@ -686,6 +720,7 @@ class AgentWorkflow:
         """Run the tool's activity: (observation, status, stop_run). A failure becomes an
         `Error: ...` observation unless the tool is set to stop the run."""
         options = item.options
+        started = workflow.now()
         invocation = ToolInvocation(
             call_id=call.id,
             tool=item.name,
@@ -721,12 +756,47 @@ class AgentWorkflow:
                     type=TOOL_FAILED_RUN,
                     non_retryable=True,
                 ) from error
-            workflow.logger.info("tool %s call %s: error", item.name, call.id)
+            self._log(
+                "tool %s call %s: error",
+                item.name,
+                call.id,
+                tool=item.name,
+                call_id=call.id,
+                outcome="error",
+                latency_ms=self._ms_since(started),
+            )
             return observation, "error", False
-        workflow.logger.info("tool %s call %s: ok", item.name, call.id)
+        self._log(
+            "tool %s call %s: ok",
+            item.name,
+            call.id,
+            tool=item.name,
+            call_id=call.id,
+            outcome="ok",
+            latency_ms=self._ms_since(started),
+            truncated=output.truncated,
+        )
         return output.content, "ok", output.stop_run
 
+    @staticmethod
+    def _ms_since(started: datetime) -> int:
+        return int((workflow.now() - started).total_seconds() * 1000)
+
     # -- what the Web UI shows -----------------------------------------------------------------
+
+    def _log(self, message: str, *args: Any, level: int = logging.INFO, **fields: Any) -> None:
+        """Log through the SDK's replay-safe logger with structured `agent` fields (session,
+        turn, phase, plus the caller's: tool, outcome, latency_ms, tokens, ...)."""
+        session = (
+            self._params.session.workflow_id if self._params and self._params.session else None
+        )
+        agent = {
+            "session": session,
+            "turn": self._pad.iteration,
+            "phase": self._status.phase,
+            **fields,
+        }
+        workflow.logger.log(level, message, *args, extra={"agent": agent})
 
     def _on_gate_change(self) -> None:
         """Pending requests changed: update the details, and tell the session (if any)."""
@@ -771,12 +841,15 @@ class AgentWorkflow:
         workflow.set_current_details(
             f"done ({stop_reason}) after {pad.iteration} turns · {pad.usage.total_tokens} tokens"
         )
-        workflow.logger.info(
+        self._log(
             "agent run finished: stop_reason=%s iterations=%d tool_calls=%d tokens=%d",
             stop_reason,
             pad.iteration,
             len(pad.steps),
             pad.usage.total_tokens,
+            outcome=stop_reason,
+            tokens=pad.usage.total_tokens,
+            tool_calls=len(pad.steps),
         )
         return AgentResult(
             answer=answer,

@@ -1,0 +1,53 @@
+"""Structured, replay-safe logs: every model turn and tool call logs who, what, how long and
+how it went, as fields a log pipeline can index."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from runtime.log_format import JsonFormatter
+from tests import fake_openai as fake
+from tests.conftest import AgentHarness
+
+
+def agent_fields(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [r.agent for r in caplog.records if isinstance(getattr(r, "agent", None), dict)]
+
+
+async def test_workflow_and_activities_log_structured_fields(
+    agent: AgentHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    agent.fake.enqueue(
+        fake.tool_calls(fake.call("calculator", {"expression": "2+2"})), fake.text("4")
+    )
+    _, handle = await agent.run({"prompt": "2+2?", "tools": ["calculator"]})
+    fields = agent_fields(caplog)
+    tool_outcomes = [
+        f for f in fields if f.get("tool") == "calculator" and f.get("outcome") == "ok"
+    ]
+    assert len(tool_outcomes) == 2  # one from the activity, one from the workflow
+    assert all(isinstance(f["latency_ms"], int) for f in tool_outcomes)
+    model_turns = [f for f in fields if f.get("model") == "fake-model-1" and "latency_ms" in f]
+    assert {f["turn"] for f in model_turns} == {1, 2}
+    finished = [f for f in fields if f.get("outcome") == "completed"]
+    assert finished and finished[0]["tokens"] == 30 and finished[0]["phase"] == "done"
+    records = [
+        r for r in caplog.records if getattr(r, "agent", None) and r.name == "temporalio.workflow"
+    ]
+    assert all(r.temporal_workflow["workflow_id"] == handle.id for r in records)
+
+
+def test_json_formatter_keeps_structured_fields() -> None:
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "tool %s ok", ("calc",), None)
+    record.agent = {"tool": "calc", "latency_ms": 3}
+    record.temporal_workflow = {"workflow_id": "w1"}
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "tool calc ok"
+    assert line["agent"] == {"tool": "calc", "latency_ms": 3}
+    assert line["temporal_workflow"] == {"workflow_id": "w1"}
+    assert line["level"] == "INFO"
