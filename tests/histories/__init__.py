@@ -1,0 +1,1 @@
+"""Recorded histories of representative runs, replayed by tests/test_replay_histories.py."""
