@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import shlex
@@ -17,10 +18,13 @@ import signal
 import sys
 from pathlib import Path
 
+from runtime.codec import parse_key, parse_keyring
 from runtime.dev_server import DevServer, is_listening, temporal_cli
+from runtime.log_format import configure_logging
 from runtime.models import chat_model_for
 from runtime.settings import WorkerSettings
 from runtime.temporal_client import connect
+from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
 
@@ -49,6 +53,8 @@ def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
 
 
 async def serve(settings: WorkerSettings) -> None:
+    for module in settings.tool_modules:  # they register their tools in REGISTRY on import
+        importlib.import_module(module)
     server: DevServer | None = None
     address = settings.temporal_address
     port = settings.dev_server_port
@@ -63,10 +69,28 @@ async def serve(settings: WorkerSettings) -> None:
                 db_file=settings.dev_server_db,
                 port=port,
                 ui_port=settings.dev_server_ui_port,
+                ui_codec_endpoint=settings.codec_endpoint,
             )
             address, ui_url = server.address, server.ui_url
     try:
-        client = await connect(address, settings.temporal_namespace)
+        client = await connect(
+            address,
+            settings.temporal_namespace,
+            payload_key=parse_key(settings.payload_key.get_secret_value())
+            if settings.payload_key
+            else None,
+            key_id=settings.payload_key_id,
+            previous_keys=parse_keyring(settings.payload_previous_keys.get_secret_value())
+            if settings.payload_previous_keys
+            else None,
+            interceptors=tracing_interceptors(),
+        )
+        if settings.payload_key:
+            log.info(
+                "payloads are encrypted (key id %r): decode them with `python -m "
+                "runtime.codec_server` and `--codec-endpoint` on temporal commands",
+                settings.payload_key_id,
+            )
         model = chat_model_for(settings)
         if settings.uses_demo_model:
             log.warning(
@@ -116,10 +140,7 @@ async def serve(settings: WorkerSettings) -> None:
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=os.environ.get("LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(os.environ.get("LOG_LEVEL", "INFO"), os.environ.get("LOG_FORMAT", "text"))
     try:
         asyncio.run(serve(WorkerSettings.from_env()))
         code = 0

@@ -60,6 +60,7 @@ class DevServer:
         ui_port: int = 8233,
         ready_timeout: float = 60.0,
         log_file: Path | None = None,
+        ui_codec_endpoint: str | None = None,
     ) -> DevServer:
         """Start the server and wait until its frontend port answers."""
         db_file.parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +78,7 @@ class DevServer:
                 str(ui_port),
                 "--log-level",
                 "warn",
+                *(["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else []),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -27,6 +27,12 @@ class WorkerSettings(BaseModel):
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
     | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
+    | AGENT_PAYLOAD_KEY | base64 AES-256 key: encrypt every payload (docs/encryption.md) | unset |
+    | AGENT_PAYLOAD_KEY_ID | name of that key, stored with each encrypted payload | default |
+    | AGENT_PAYLOAD_PREVIOUS_KEYS | `id=base64key,...`: older keys, for decoding only | unset |
+    | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
+    | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
+    | LOG_LEVEL / LOG_FORMAT | logging level; `text` or `json` (one object per line) | INFO / text |
     """
 
     model_config = ConfigDict(frozen=True)
@@ -42,6 +48,11 @@ class WorkerSettings(BaseModel):
     dev_server_ui_port: int = Field(default=8233, gt=0, lt=65536)
     dev_server_db: Path = Path(".temporal/dev.db")
     drain_seconds: float = Field(default=30.0, ge=0)
+    payload_key: SecretStr | None = None
+    payload_key_id: str = Field(default="default", min_length=1)
+    payload_previous_keys: SecretStr | None = None
+    codec_endpoint: str | None = None
+    tool_modules: list[str] = []
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
@@ -52,6 +63,8 @@ class WorkerSettings(BaseModel):
             return value or None
 
         key = get("OPENAI_API_KEY")
+        payload_key = get("AGENT_PAYLOAD_KEY")
+        previous = get("AGENT_PAYLOAD_PREVIOUS_KEYS")
         return cls(
             temporal_address=get("TEMPORAL_ADDRESS"),
             temporal_namespace=get("TEMPORAL_NAMESPACE") or "default",
@@ -64,6 +77,13 @@ class WorkerSettings(BaseModel):
             dev_server_ui_port=int(get("TEMPORAL_DEV_UI_PORT") or 8233),
             dev_server_db=Path(get("TEMPORAL_DEV_DB") or ".temporal/dev.db"),
             drain_seconds=float(get("WORKER_DRAIN_SECONDS") or 30),
+            payload_key=SecretStr(payload_key) if payload_key else None,
+            payload_key_id=get("AGENT_PAYLOAD_KEY_ID") or "default",
+            payload_previous_keys=SecretStr(previous) if previous else None,
+            codec_endpoint=get("AGENT_CODEC_ENDPOINT"),
+            tool_modules=[
+                m.strip() for m in (get("AGENT_TOOL_MODULES") or "").split(",") if m.strip()
+            ],
         )
 
     @property

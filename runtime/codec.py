@@ -1,0 +1,232 @@
+"""Optional end-to-end encryption of Temporal payloads (AES-256-GCM).
+
+Every payload the client and the worker send (workflow input and result, activity arguments
+and results, signals, queries, updates, memo, activity summaries) is encrypted before it leaves
+the process, so the Temporal server and its database only ever store ciphertext. Each payload
+becomes:
+
+- `data`: a random 12-byte nonce followed by AES-256-GCM(the original serialized `Payload`),
+  authenticated together with the key id;
+- `metadata`: `encoding: binary/encrypted` and `encryption-key-id: <id>`.
+
+Decoding leaves payloads that are not `binary/encrypted` untouched (histories written before
+encryption was switched on still read) and refuses, with `PayloadDecryptionError`, a payload
+encrypted under an unknown key id or one that was tampered with.
+
+Key rotation: encode with the current key, decode with any known key (`previous_keys`).
+
+`python -m runtime.codec` prints a new base64 key for `AGENT_PAYLOAD_KEY`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from google.protobuf.message import DecodeError
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import DataConverter, PayloadCodec
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+ENCODING = b"binary/encrypted"
+ENCODING_KEY = "encoding"
+KEY_ID_KEY = "encryption-key-id"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+
+PAYLOAD_KEY_ENV = "AGENT_PAYLOAD_KEY"
+PAYLOAD_KEY_ID_ENV = "AGENT_PAYLOAD_KEY_ID"
+PREVIOUS_KEYS_ENV = "AGENT_PAYLOAD_PREVIOUS_KEYS"
+DEFAULT_KEY_ID = "default"
+
+
+class PayloadDecryptionError(ValueError):
+    """An encrypted payload could not be decrypted: unknown key id, tampered or malformed."""
+
+
+def generate_key() -> str:
+    """A new random AES-256 key, base64-encoded (the format of `AGENT_PAYLOAD_KEY`)."""
+    return base64.b64encode(os.urandom(KEY_BYTES)).decode("ascii")
+
+
+def parse_key(text: str, name: str = PAYLOAD_KEY_ENV) -> bytes:
+    """Decode a base64 AES-256 key; the error names `name` but never echoes the key."""
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(
+            f"{name} is not valid base64; generate a key with `python -m runtime.codec`"
+        ) from None
+    if len(key) != KEY_BYTES:
+        raise ValueError(
+            f"{name} must be {KEY_BYTES} bytes (base64 of an AES-256 key), got {len(key)} bytes; "
+            "generate one with `python -m runtime.codec`"
+        )
+    return key
+
+
+def parse_keyring(text: str, name: str = PREVIOUS_KEYS_ENV) -> dict[str, bytes]:
+    """Parse `id=base64key,id2=base64key` (decode-only keys kept for rotation)."""
+    keys: dict[str, bytes] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key_id, sep, value = item.partition("=")
+        key_id = key_id.strip()
+        if not sep or not key_id:
+            raise ValueError(f"{name} must look like 'id=base64key,id2=base64key'")
+        keys[key_id] = parse_key(value, f"{name} ({key_id!r})")
+    return keys
+
+
+def _aesgcm(key: bytes) -> AESGCM:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError as error:  # pragma: no cover - depends on the installation
+        raise ImportError(
+            "payload encryption needs the 'cryptography' package: "
+            "pip install 'durable-agents[crypto]'"
+        ) from error
+    return AESGCM(key)
+
+
+def _check_key(key_id: str, key: bytes) -> None:
+    if not key_id or not key_id.isprintable() or key_id != key_id.strip():
+        raise ValueError(f"invalid encryption key id {key_id!r}: use a short printable name")
+    if len(key) != KEY_BYTES:
+        raise ValueError(
+            f"encryption key {key_id!r} must be {KEY_BYTES} bytes (AES-256), got {len(key)}"
+        )
+
+
+class EncryptionCodec(PayloadCodec):
+    """AES-256-GCM payload codec with a random nonce per payload and key rotation.
+
+    `key`/`key_id` encrypt new payloads; `previous_keys` (id -> key) only decrypt. With
+    `key=None` the codec is decode-only: it writes plaintext but still reads old ciphertext.
+    """
+
+    def __init__(
+        self,
+        key: bytes | None,
+        key_id: str = DEFAULT_KEY_ID,
+        previous_keys: Mapping[str, bytes] | None = None,
+    ) -> None:
+        keys = dict(previous_keys or {})
+        if key is not None:
+            if key_id in keys and keys[key_id] != key:
+                raise ValueError(f"key id {key_id!r} is given twice with different keys")
+            keys[key_id] = key
+        if not keys:
+            raise ValueError("EncryptionCodec needs at least one key")
+        for kid, value in keys.items():
+            _check_key(kid, value)
+        self.key_id: str | None = key_id if key is not None else None
+        self._ciphers = {kid: _aesgcm(value) for kid, value in keys.items()}
+
+    @property
+    def key_ids(self) -> list[str]:
+        """Every key id this codec can decrypt."""
+        return sorted(self._ciphers)
+
+    def encrypt(self, payload: Payload) -> Payload:
+        """One payload, encrypted with the current key (unchanged in decode-only mode)."""
+        if self.key_id is None:
+            return payload
+        nonce = os.urandom(NONCE_BYTES)
+        key_id = self.key_id.encode()
+        sealed = self._ciphers[self.key_id].encrypt(nonce, payload.SerializeToString(), key_id)
+        return Payload(metadata={ENCODING_KEY: ENCODING, KEY_ID_KEY: key_id}, data=nonce + sealed)
+
+    def decrypt(self, payload: Payload) -> Payload:
+        """One payload, decrypted; payloads that are not `binary/encrypted` pass unchanged."""
+        if payload.metadata.get(ENCODING_KEY) != ENCODING:
+            return payload
+        raw_id = payload.metadata.get(KEY_ID_KEY)
+        if raw_id is None:
+            raise PayloadDecryptionError(
+                f"encrypted payload has no {KEY_ID_KEY!r} metadata: cannot choose a key"
+            )
+        key_id = raw_id.decode("utf-8", errors="replace")
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            raise PayloadDecryptionError(
+                f"payload is encrypted with unknown key id {key_id!r} "
+                f"(known key ids: {', '.join(self.key_ids)}); add that key to "
+                f"{PAYLOAD_KEY_ENV} or {PREVIOUS_KEYS_ENV}"
+            )
+        if len(payload.data) < NONCE_BYTES + TAG_BYTES:
+            raise PayloadDecryptionError(
+                f"encrypted payload (key id {key_id!r}) is truncated: {len(payload.data)} bytes"
+            )
+        from cryptography.exceptions import InvalidTag
+
+        nonce, sealed = payload.data[:NONCE_BYTES], payload.data[NONCE_BYTES:]
+        try:
+            plain = cipher.decrypt(nonce, sealed, raw_id)
+        except InvalidTag:
+            raise PayloadDecryptionError(
+                f"encrypted payload (key id {key_id!r}) failed authentication: it was tampered "
+                "with, or the key registered under that id is not the one that encrypted it"
+            ) from None
+        decoded = Payload()
+        try:
+            decoded.ParseFromString(plain)
+        except DecodeError:
+            raise PayloadDecryptionError(
+                f"encrypted payload (key id {key_id!r}) does not hold a Temporal payload"
+            ) from None
+        return decoded
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.encrypt(p) for p in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [self.decrypt(p) for p in payloads]
+
+
+def data_converter(
+    key: bytes | None,
+    key_id: str = DEFAULT_KEY_ID,
+    previous_keys: Mapping[str, bytes] | None = None,
+) -> DataConverter:
+    """The pydantic data converter, encrypting payloads when a key is given.
+
+    Without `key` and `previous_keys` this is `pydantic_data_converter` itself. With only
+    `previous_keys` the codec is decode-only (for switching encryption off again).
+    """
+    if key is None and not previous_keys:
+        return pydantic_data_converter
+    codec = EncryptionCodec(key, key_id, previous_keys)
+    return dataclasses.replace(pydantic_data_converter, payload_codec=codec)
+
+
+def codec_from_env(env: Mapping[str, str] | None = None) -> EncryptionCodec | None:
+    """The codec described by AGENT_PAYLOAD_KEY, AGENT_PAYLOAD_KEY_ID and
+    AGENT_PAYLOAD_PREVIOUS_KEYS; None when no key is set."""
+    env = os.environ if env is None else env
+    text = env.get(PAYLOAD_KEY_ENV, "").strip()
+    key = parse_key(text) if text else None
+    key_id = env.get(PAYLOAD_KEY_ID_ENV, "").strip() or DEFAULT_KEY_ID
+    previous = parse_keyring(env.get(PREVIOUS_KEYS_ENV, ""))
+    if key is None and not previous:
+        return None
+    return EncryptionCodec(key, key_id, previous)
+
+
+def main() -> None:
+    """`python -m runtime.codec`: print a new key for AGENT_PAYLOAD_KEY."""
+    print(generate_key())
+
+
+if __name__ == "__main__":
+    main()
