@@ -63,8 +63,9 @@ class SessionWorkflow:
     async def send(self, raw: Any) -> TurnResult:
         """`{"text": "...", "by"?: "..."}`: queue a message and return its turn's result."""
         message = SendMessage.model_validate(raw)
-        update_id = workflow.current_update_info()
-        queued_id = update_id.id if update_id else f"update-{len(self._results)}"
+        info = workflow.current_update_info()
+        # Each queued message needs its own id; an update's id can arrive empty from some clients.
+        queued_id = info.id if info and info.id else f"update-{workflow.uuid4()}"
         self._carry.queued.append(QueuedMessage(id=queued_id, text=message.text, by=message.by))
         await workflow.wait_condition(lambda: queued_id in self._results)
         return self._results.pop(queued_id)
