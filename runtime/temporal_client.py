@@ -4,6 +4,7 @@ optionally encrypting every payload (see runtime/codec.py and docs/encryption.md
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 
 from temporalio.client import Client, Interceptor
 
@@ -17,6 +18,7 @@ async def connect(
     key_id: str = DEFAULT_KEY_ID,
     previous_keys: Mapping[str, bytes] | None = None,
     interceptors: Sequence[Interceptor] = (),
+    connect_timeout: timedelta | None = None,
 ) -> Client:
     """A client whose payloads are AES-256-GCM encrypted under `payload_key` when it is given
     (`previous_keys`, id -> key, are accepted for decoding only, for key rotation).
@@ -28,5 +30,6 @@ async def connect(
         address,
         namespace=namespace,
         interceptors=interceptors,
+        connect_timeout=connect_timeout,
         data_converter=data_converter(payload_key, key_id, previous_keys),
     )

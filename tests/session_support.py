@@ -27,7 +27,7 @@ async def send_with_start(
     client: Client, session_id: str, task_queue: str, text: str, session_input: Any = None
 ) -> tuple[TurnResult, WorkflowHandle[Any, Any]]:
     """Start the session if needed and send one message: one call (update-with-start)."""
-    start = WithStartWorkflowOperation(
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         "SessionWorkflow",
         session_input or {},
         id=session_id,

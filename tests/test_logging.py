@@ -15,7 +15,8 @@ from tests.conftest import AgentHarness
 
 
 def agent_fields(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [r.agent for r in caplog.records if isinstance(getattr(r, "agent", None), dict)]
+    fields = [getattr(r, "agent", None) for r in caplog.records]
+    return [f for f in fields if isinstance(f, dict)]
 
 
 async def test_workflow_and_activities_log_structured_fields(
@@ -39,13 +40,13 @@ async def test_workflow_and_activities_log_structured_fields(
     records = [
         r for r in caplog.records if getattr(r, "agent", None) and r.name == "temporalio.workflow"
     ]
-    assert all(r.temporal_workflow["workflow_id"] == handle.id for r in records)
+    assert all(r.__dict__["temporal_workflow"]["workflow_id"] == handle.id for r in records)
 
 
 def test_json_formatter_keeps_structured_fields() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "tool %s ok", ("calc",), None)
-    record.agent = {"tool": "calc", "latency_ms": 3}
-    record.temporal_workflow = {"workflow_id": "w1"}
+    record.__dict__["agent"] = {"tool": "calc", "latency_ms": 3}
+    record.__dict__["temporal_workflow"] = {"workflow_id": "w1"}
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "tool calc ok"
     assert line["agent"] == {"tool": "calc", "latency_ms": 3}

@@ -1,0 +1,490 @@
+"""The `agent` subcommands. Each takes the parsed arguments and a `Context` and returns the
+exit code; anything the user should read as an error is raised as `CliError`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from pydantic import ValidationError
+from temporalio.client import (
+    RPCTimeoutOrCancelledError,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from cli import render
+from cli.connection import (
+    QUERY_TIMEOUT,
+    RunHandle,
+    Target,
+    connect,
+    describe,
+    explain_rpc,
+    is_running,
+    status_name,
+)
+from cli.errors import DETACHED, OK, CliError
+from cli.lines import LineReader
+from cli.outcome import RunOutcome, await_outcome
+from cli.progress import (
+    DECIDE_TIMEOUT_SECONDS,
+    Answerer,
+    Console,
+    ProgressView,
+    Watcher,
+    send_decision,
+    user_reason,
+)
+from contracts.agent_input import AgentInput
+from contracts.agent_result import AgentResult
+from contracts.agent_status import AgentStatus
+from contracts.approvals import PendingRequest
+from loop.input_validation import describe_validation_error
+
+WORKFLOW_TYPE = "AgentWorkflow"
+SUMMARY_CHARS = 100
+DETAILS_PROMPT_CHARS = 2000
+CLOSED_QUERY_TIMEOUT_SECONDS = 3.0
+
+
+@dataclass
+class Context:
+    """What every command needs: the server, JSON or text, and the output streams. With
+    `--json`, stdout carries only JSON and progress goes to stderr."""
+
+    target: Target
+    json: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+
+    @property
+    def prefix(self) -> str:
+        return self.target.command_prefix()
+
+    def console(self) -> Console:
+        return Console(self.err if self.json else self.out)
+
+    def emit(self, data: Any) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        self.out.flush()
+
+    def say(self, *lines: str) -> None:
+        for line in lines:
+            self.out.write(line + "\n")
+        self.out.flush()
+
+
+# -- input -------------------------------------------------------------------------------------
+
+
+def parse_json_object(text: str, option: str) -> dict[str, Any]:
+    """A JSON object given on the command line (`@file.json` reads a file)."""
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as error:
+            raise CliError(f"{option}: cannot read {text[1:]}: {error.strerror}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{option} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{option} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def build_input(args: argparse.Namespace) -> dict[str, Any]:
+    """The workflow input: `--input-json` fields, overridden by the explicit options, checked
+    against `AgentInput` here so a typo fails before anything starts. Only the given fields
+    are sent, so the worker's defaults (its model, every tool) still apply."""
+    payload = parse_json_object(args.input_json, "--input-json") if args.input_json else {}
+    payload["prompt"] = args.prompt
+    if args.tool:
+        payload["tools"] = list(args.tool)
+    if args.model:
+        payload["model"] = args.model
+    if args.max_iterations is not None:
+        payload["max_iterations"] = args.max_iterations
+    try:
+        AgentInput.model_validate(payload)
+    except ValidationError as error:
+        raise CliError(f"invalid input: {describe_validation_error(error)}") from None
+    return payload
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return render.shorten(text, 200).replace("|", "\\|")
+
+
+def run_details(payload: dict[str, Any], by: str | None) -> str:
+    """The run's static details for the Web UI: the prompt and the settings, in Markdown."""
+    prompt = payload["prompt"]
+    if len(prompt) > DETAILS_PROMPT_CHARS:
+        prompt = prompt[: DETAILS_PROMPT_CHARS - 1] + "…"
+    rows = [
+        ("model", payload.get("model") or "worker default"),
+        ("tools", ", ".join(payload["tools"]) if "tools" in payload else "all registered"),
+        ("max iterations", payload.get("max_iterations", 10)),
+    ]
+    shown = {"prompt", "model", "tools", "max_iterations"}
+    rows += [(k.replace("_", " "), v) for k, v in payload.items() if k not in shown]
+    table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
+    who = f" by {by}" if by else ""
+    return (
+        f"**Prompt**\n\n{prompt}\n\n| setting | value |\n| --- | --- |\n{table}\n\n"
+        f"Started{who} with `agent run`."
+    )
+
+
+# -- following runs ----------------------------------------------------------------------------
+
+
+async def follow(handle: RunHandle, ctx: Context, args: argparse.Namespace) -> int:
+    """The live view until the run ends; exit code from how it ended (130 on Ctrl-C)."""
+    console = ctx.console()
+    view = ProgressView(console, handle.id, ctx.prefix)
+    answerer = (
+        None
+        if args.no_input
+        else Answerer(handle, console, LineReader(), by=args.by, prefix=ctx.prefix)
+    )
+    outcome = await Watcher(handle, view, answerer).follow()
+    if outcome is None:
+        console.close_prompt()
+        console.line(
+            f"detached from {handle.id}; the run goes on. Re-attach: "
+            f"{ctx.prefix} watch {shlex.quote(handle.id)}"
+        )
+        return DETACHED
+    view.outcome(outcome, show_answer=not ctx.json)
+    if ctx.json:
+        ctx.emit(outcome.to_json())
+    return outcome.exit_code
+
+
+async def run(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent run PROMPT`: start a run, then follow it (unless --no-wait)."""
+    payload = build_input(args)
+    client = await connect(ctx.target)
+    workflow_id = args.id or f"agent-{uuid.uuid4().hex[:10]}"
+    try:
+        handle = await client.start_workflow(
+            WORKFLOW_TYPE,
+            payload,
+            id=workflow_id,
+            task_queue=ctx.target.task_queue,
+            static_summary=render.shorten(args.prompt, SUMMARY_CHARS),
+            static_details=run_details(payload, args.by),
+            result_type=AgentResult,
+        )
+    except WorkflowAlreadyStartedError:
+        raise CliError(
+            f"a run with workflow id {workflow_id!r} is already running; follow it with "
+            f"`{ctx.prefix} watch {shlex.quote(workflow_id)}`"
+        ) from None
+    except RPCError as error:
+        raise explain_rpc(error, None, "cannot start the run") from None
+    wid = shlex.quote(workflow_id)
+    if args.no_wait:
+        if ctx.json:
+            ctx.emit({"workflow_id": workflow_id, "run_id": handle.result_run_id})
+        else:
+            ctx.say(
+                f"started {workflow_id} on task queue {ctx.target.task_queue}",
+                f"  follow it:  {ctx.prefix} watch {wid}",
+                f"  its result: {ctx.prefix} result {wid}",
+            )
+        return OK
+    tools = ", ".join(payload["tools"]) if "tools" in payload else "all tools"
+    ctx.console().line(
+        f"started {workflow_id} on task queue {ctx.target.task_queue} · "
+        f"model {payload.get('model') or 'worker default'} · {tools}"
+    )
+    return await follow(handle, ctx, args)
+
+
+async def watch(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent watch ID`: the live view of a running run, or the story of a finished one."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    summary = await description.static_summary()
+    about = f" · {summary}" if summary else ""
+    console = ctx.console()
+    console.line(f"watching {args.workflow_id} ({status_name(description)}){about}")
+    if not is_running(description) and description.status != WorkflowExecutionStatus.COMPLETED:
+        # A failed or cancelled run has no result to read its steps from; its last status has.
+        status = await query_status(handle, CLOSED_QUERY_TIMEOUT_SECONDS)
+        if status is not None:
+            ProgressView(console, handle.id, ctx.prefix).steps(status.recent_steps)
+    return await follow(handle, ctx, args)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+async def query_status(handle: RunHandle, timeout: float) -> AgentStatus | None:
+    """The `status` query's answer, or None when no worker answers in time."""
+    try:
+        return await asyncio.wait_for(
+            handle.query("status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT),
+            timeout=timeout,
+        )
+    except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError, TimeoutError):
+        return None
+
+
+def status_from_result(result: AgentResult) -> AgentStatus:
+    """A completed run's status rebuilt from its result (when no worker answers queries)."""
+    return AgentStatus(
+        phase="done",
+        iteration=result.iterations,
+        model=result.model,
+        usage=result.usage,
+        steps=len(result.steps),
+        recent_steps=result.steps[-5:],
+        stop_reason=result.stop_reason,
+    )
+
+
+async def status(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent status ID`: phase, turn, tokens, pending requests and recent steps."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    running = is_running(description)
+    state = await query_status(
+        handle, QUERY_TIMEOUT.total_seconds() if running else CLOSED_QUERY_TIMEOUT_SECONDS
+    )
+    outcome: RunOutcome | None = None
+    if not running:
+        outcome = await await_outcome(handle)
+        if state is None and outcome.result is not None:
+            state = status_from_result(outcome.result)
+    if state is None and running:
+        raise CliError(
+            f"run {args.workflow_id!r} is running but no worker answered the status query "
+            f"within {QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
+            f"{description.task_queue!r}?"
+        )
+    execution = status_name(description)
+    failure = outcome if outcome is not None and outcome.result is None else None
+    if ctx.json:
+        data: dict[str, Any] = {"workflow_id": args.workflow_id, "execution_status": execution}
+        if state is not None:
+            data.update(state.model_dump(mode="json"))
+        if failure is not None:
+            data["error"] = {"type": failure.error_type, "message": failure.message}
+        ctx.emit(data)
+        return OK
+    if state is not None:
+        ctx.say(*render.status_lines(args.workflow_id, execution, state, ctx.prefix))
+    else:
+        ctx.say(f"{args.workflow_id} · {execution}")
+    if failure is not None:
+        ctx.say(f"{failure.ending} · {failure.error_type}: {failure.message}")
+    return OK
+
+
+async def pending_requests(handle: RunHandle, task_queue: str) -> list[PendingRequest]:
+    """The `pending_approvals` query, or a clear error when no worker answers it."""
+    try:
+        requests: list[PendingRequest] = await handle.query(
+            "pending_approvals", result_type=list[PendingRequest], rpc_timeout=QUERY_TIMEOUT
+        )
+    except (WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
+        raise CliError(
+            f"no worker answered the pending_approvals query ({error}); is a worker polling "
+            f"task queue {task_queue!r}?"
+        ) from None
+    except RPCError as error:
+        if error.status.name == "DEADLINE_EXCEEDED":
+            raise CliError(
+                f"no worker answered the pending_approvals query within "
+                f"{QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
+                f"{task_queue!r}?"
+            ) from None
+        raise explain_rpc(error, handle.id, "cannot list pending requests") from None
+    return requests
+
+
+async def pending(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent pending ID`: the calls waiting for a person, each with the commands to answer."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    if not is_running(description):
+        if ctx.json:
+            ctx.emit([])
+        else:
+            ctx.say(
+                f"{args.workflow_id} has ended ({status_name(description)}); nothing is pending"
+            )
+        return OK
+    requests = await pending_requests(handle, description.task_queue)
+    if ctx.json:
+        ctx.emit([request.model_dump(mode="json") for request in requests])
+    elif not requests:
+        ctx.say(f"nothing is pending in {args.workflow_id}")
+    else:
+        ctx.say(*render.pending_lines(requests, args.workflow_id, ctx.prefix))
+    return OK
+
+
+async def result(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent result ID`: wait for the run to end; its answer, exit code from how it ended."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    if is_running(description) and not ctx.json:
+        ctx.err.write(f"waiting for {args.workflow_id} to finish (Ctrl-C stops waiting)\n")
+        ctx.err.flush()
+    outcome = await await_outcome(handle)
+    if ctx.json:
+        ctx.emit(outcome.to_json())
+    elif outcome.result is not None:
+        ctx.say(f"done · {render.result_summary(outcome.result)}", "", outcome.result.answer)
+    else:
+        ctx.say(f"{outcome.ending} · {outcome.error_type}: {outcome.message}")
+    return outcome.exit_code
+
+
+# -- deciding ----------------------------------------------------------------------------------
+
+
+async def _open_run(ctx: Context, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
+    """The handle of a run that is still going (and its task queue), or a clear error."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, workflow_id)
+    if not is_running(description):
+        raise CliError(
+            f"run {workflow_id!r} has already ended ({status_name(description).lower()}); "
+            f"there is nothing to {doing}"
+        )
+    return handle, description.task_queue
+
+
+async def decide(
+    args: argparse.Namespace, ctx: Context, decision: Literal["approve", "reject"]
+) -> int:
+    """Approve or reject one call with the `decide` update (a refusal comes back as an error
+    naming the call), or every pending approval (`*`) with the signal of the same name."""
+    edited = parse_json_object(args.args, "--args") if getattr(args, "args", None) else None
+    if edited is not None and args.call == "*":
+        raise CliError("--args edits one call: name its call id instead of '*'")
+    handle, task_queue = await _open_run(ctx, args.workflow_id, decision)
+    extra: dict[str, Any] = {"by": args.by}
+    if decision == "approve":
+        extra["comment"] = args.comment
+    else:
+        extra["reason"] = args.reason
+    extra = {k: v for k, v in extra.items() if v is not None}
+    if args.call == "*":
+        return await _decide_all(handle, task_queue, ctx, decision, extra)
+    payload: dict[str, Any] = {"call_id": args.call, "decision": decision, **extra}
+    if edited is not None:
+        payload["args"] = edited
+    try:
+        recorded = await send_decision(handle, payload)
+    except WorkflowUpdateFailedError as error:
+        raise CliError(
+            f"cannot {decision} {args.call!r} in {args.workflow_id}: {user_reason(error)}"
+        ) from None
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        raise CliError(
+            f"no worker took the decision on {args.call!r} within {DECIDE_TIMEOUT_SECONDS:g} s "
+            f"(is a worker polling task queue {task_queue!r}?); it may still apply when one does"
+        ) from None
+    except RPCError as error:
+        raise explain_rpc(error, args.workflow_id, f"cannot {decision} {args.call!r}") from None
+    if ctx.json:
+        ctx.emit(recorded.model_dump(mode="json"))
+    else:
+        ctx.say(render.decision_line(recorded))
+    return OK
+
+
+async def _decide_all(
+    handle: RunHandle,
+    task_queue: str,
+    ctx: Context,
+    decision: Literal["approve", "reject"],
+    extra: dict[str, Any],
+) -> int:
+    """`CALL` = `*`: the signal takes every pending approval at once (the update takes one)."""
+    targets = [r for r in await pending_requests(handle, task_queue) if r.kind == "approval"]
+    if not targets:
+        raise CliError(f"no approval is pending in {handle.id}")
+    try:
+        await handle.signal(decision, {"call_id": "*", **extra})
+    except RPCError as error:
+        raise explain_rpc(error, handle.id, f"cannot {decision} '*'") from None
+    ids = [r.call_id for r in targets]
+    if ctx.json:
+        ctx.emit({"signal": decision, "call_ids": ids, **extra})
+    else:
+        done = "approved" if decision == "approve" else "rejected"
+        ctx.say(f"{done} {len(ids)} pending call{'s' if len(ids) != 1 else ''}: {', '.join(ids)}")
+    return OK
+
+
+async def approve(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent approve ID CALL`: let a call run, perhaps with edited `--args`."""
+    return await decide(args, ctx, "approve")
+
+
+async def reject(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent reject ID CALL --reason TEXT`: the call does not run; the model reads why."""
+    return await decide(args, ctx, "reject")
+
+
+async def reply(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent reply ID CALL TEXT`: answer an `ask_user` question (`*`: the only open one).
+
+    Replies have only a signal, which the workflow ignores when it cannot apply, so the
+    pending questions are checked first to give a clear error instead of silence."""
+    handle, task_queue = await _open_run(ctx, args.workflow_id, "reply to")
+    requests = await pending_requests(handle, task_queue)
+    questions = [r for r in requests if r.kind == "question"]
+    if args.call == "*":
+        if not questions:
+            raise CliError(f"no question is pending in {args.workflow_id}")
+        if len(questions) > 1:
+            ids = ", ".join(q.call_id for q in questions)
+            raise CliError(f"{len(questions)} questions are open ({ids}): name one")
+        call_id = questions[0].call_id
+    else:
+        call_id = args.call
+        target = next((r for r in requests if r.call_id == call_id), None)
+        if target is None:
+            open_ids = ", ".join(r.call_id for r in requests) or "none"
+            raise CliError(
+                f"cannot reply to {call_id!r} in {args.workflow_id}: no pending question "
+                f"{call_id!r} (unknown or already answered); pending: {open_ids}"
+            )
+        if target.kind != "question":
+            raise CliError(
+                f"cannot reply to {call_id!r}: it waits for an approval; use "
+                f"`{ctx.prefix} approve` or `{ctx.prefix} reject`"
+            )
+    payload: dict[str, Any] = {"call_id": call_id, "text": args.text}
+    if args.by:
+        payload["by"] = args.by
+    try:
+        await handle.signal("reply", payload)
+    except RPCError as error:
+        raise explain_rpc(error, args.workflow_id, f"cannot reply to {call_id!r}") from None
+    if ctx.json:
+        ctx.emit({"signal": "reply", **payload})
+    else:
+        ctx.say(f"replied to {call_id}")
+    return OK

@@ -1,0 +1,151 @@
+"""Reaching the Temporal server and the run a command names, with failures in plain words.
+
+Every RPC failure the user can cause (an unreachable server, a wrong namespace, an unknown
+workflow id, a run that already ended) becomes a `CliError` with one readable line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from cli.errors import CliError
+from contracts.agent_result import AgentResult
+from runtime.codec import parse_key, parse_keyring
+from runtime.settings import WorkerSettings
+from runtime.temporal_client import connect as connect_client
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TASK_QUEUE = "agents"
+RunHandle = WorkflowHandle[Any, AgentResult]
+"""A handle on an `AgentWorkflow` run whose result decodes as `AgentResult`."""
+CONNECT_TIMEOUT = timedelta(seconds=5)
+QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long a query may wait for a worker to answer; queries need a running worker."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the runs live: server address, namespace and the task queue new runs go to."""
+
+    address: str
+    namespace: str
+    task_queue: str
+
+    @staticmethod
+    def default_address() -> str:
+        return os.environ.get("TEMPORAL_ADDRESS", "").strip() or DEFAULT_ADDRESS
+
+    @staticmethod
+    def default_namespace() -> str:
+        return os.environ.get("TEMPORAL_NAMESPACE", "").strip() or DEFAULT_NAMESPACE
+
+    @staticmethod
+    def default_task_queue() -> str:
+        return os.environ.get("TASK_QUEUE", "").strip() or DEFAULT_TASK_QUEUE
+
+    def command_prefix(self) -> str:
+        """`agent` plus the options another shell (with the same environment) needs to reach
+        the same server, so printed commands can be pasted as they are."""
+        words = ["agent"]
+        if self.address != self.default_address():
+            words += ["--address", self.address]
+        if self.namespace != self.default_namespace():
+            words += ["--namespace", self.namespace]
+        return shlex.join(words)
+
+
+def _connect_reason(error: BaseException) -> str:
+    """The useful part of the SDK's connection error (it embeds a Rust debug dump)."""
+    text = str(error)
+    if "ConnectionRefused" in text or "Connection refused" in text:
+        return "connection refused"
+    if "dns error" in text:
+        return "unknown host"
+    if "timed out" in text.lower() or "elapsed" in text.lower():
+        return f"no answer within {CONNECT_TIMEOUT.total_seconds():g} s"
+    first = text.removeprefix("Failed client connect: ").splitlines()[0] if text else ""
+    return first[:160] or type(error).__name__
+
+
+async def connect(target: Target) -> Client:
+    """A client with the pydantic data converter (the same JSON the workflow and the Temporal
+    CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does), failing
+    within about five seconds when the server is not there."""
+    try:
+        codec_settings = WorkerSettings.from_env()
+        payload_key = codec_settings.payload_key
+        previous = codec_settings.payload_previous_keys
+        return await asyncio.wait_for(
+            connect_client(
+                target.address,
+                target.namespace,
+                payload_key=parse_key(payload_key.get_secret_value()) if payload_key else None,
+                key_id=codec_settings.payload_key_id,
+                previous_keys=parse_keyring(previous.get_secret_value()) if previous else None,
+                connect_timeout=CONNECT_TIMEOUT,
+            ),
+            timeout=CONNECT_TIMEOUT.total_seconds() + 1,
+        )
+    except (RuntimeError, RPCError, OSError, TimeoutError) as error:
+        reason = (
+            f"no answer within {CONNECT_TIMEOUT.total_seconds():g} s"
+            if isinstance(error, TimeoutError)
+            else _connect_reason(error)
+        )
+        raise CliError(
+            f"cannot reach the Temporal server at {target.address} ({reason}); "
+            "start one (`make run`) or pass --address / set TEMPORAL_ADDRESS"
+        ) from None
+
+
+def explain_rpc(error: RPCError, workflow_id: str | None = None, doing: str = "") -> CliError:
+    """One line for an RPC failure; `doing` says what the command was trying to do."""
+    message = error.message or str(error)
+    prefix = f"{doing}: " if doing else ""
+    if error.status == RPCStatusCode.NOT_FOUND and workflow_id and "workflow" in message.lower():
+        if "already completed" in message:
+            return CliError(f"{prefix}run {workflow_id!r} has already ended")
+        return CliError(f"no run with workflow id {workflow_id!r} ({message})")
+    if error.status == RPCStatusCode.NOT_FOUND and "namespace" in message.lower():
+        return CliError(f"{prefix}{message} (pass --namespace or set TEMPORAL_NAMESPACE)")
+    if error.status == RPCStatusCode.UNAVAILABLE:
+        return CliError(f"{prefix}the Temporal server is unavailable ({message})")
+    if error.status == RPCStatusCode.DEADLINE_EXCEEDED:
+        return CliError(f"{prefix}no answer in time ({message})")
+    return CliError(f"{prefix}{message}")
+
+
+async def describe(
+    client: Client, workflow_id: str
+) -> tuple[RunHandle, WorkflowExecutionDescription]:
+    """The handle of the latest run with `workflow_id` and its description, or a clear error
+    when there is no such run."""
+    handle = client.get_workflow_handle(workflow_id, result_type=AgentResult)
+    try:
+        return handle, await handle.describe()
+    except RPCError as error:
+        raise explain_rpc(error, workflow_id) from None
+
+
+def status_name(description: WorkflowExecutionDescription) -> str:
+    """`RUNNING`, `COMPLETED`, `FAILED`, ... as the Temporal CLI prints it."""
+    status = description.status
+    return status.name if status is not None else "UNKNOWN"
+
+
+def is_running(description: WorkflowExecutionDescription) -> bool:
+    return description.status == WorkflowExecutionStatus.RUNNING

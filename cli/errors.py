@@ -1,0 +1,45 @@
+"""Exit codes of `agent` and the one error type its commands raise for the user to read."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from contracts.agent_result import StopReason
+
+OK: Final = 0
+"""The run completed (or a tool stopped it with an answer); the command did what was asked."""
+RUN_FAILED: Final = 1
+"""The run failed (or timed out)."""
+RUN_INCOMPLETE: Final = 2
+"""The run stopped at a limit without a full answer: max iterations, budgets, repeats, empty."""
+RUN_CANCELLED: Final = 3
+"""The run was cancelled or terminated."""
+CLI_ERROR: Final = 4
+"""The command could not do what was asked: server unreachable, unknown run, refused decision,
+bad arguments. Also for command-line usage errors, so that 2 keeps its meaning."""
+DETACHED: Final = 130
+"""Ctrl-C: the CLI stopped following; the run itself goes on."""
+
+_STOP_REASON_EXIT: dict[StopReason, int] = {
+    "completed": OK,
+    "stopped_by_tool": OK,
+    "max_iterations": RUN_INCOMPLETE,
+    "empty_answer": RUN_INCOMPLETE,
+    "repeated_calls": RUN_INCOMPLETE,
+    "token_budget": RUN_INCOMPLETE,
+    "cost_budget": RUN_INCOMPLETE,
+}
+
+
+def exit_code_for(stop_reason: StopReason) -> int:
+    """The exit code of a finished run: 0 for an answer, 2 for a run cut short by a limit."""
+    return _STOP_REASON_EXIT.get(stop_reason, RUN_INCOMPLETE)
+
+
+class CliError(Exception):
+    """A failure explained in one line for the user (printed as `agent: <message>`, no
+    traceback), with the exit code to leave with."""
+
+    def __init__(self, message: str, code: int = CLI_ERROR) -> None:
+        super().__init__(message)
+        self.code = code

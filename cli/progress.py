@@ -1,0 +1,406 @@
+"""The live view of a run: new turns, tool steps, tokens and pending requests as they happen,
+with approvals and questions answered inline.
+
+It polls the workflow's `status` query (a few times a second: queries are cheap and leave no
+trace in history) while a second task waits for the workflow result, so the view ends the
+moment the run does. Answers go back through the `decide` update (refusals come back as errors)
+and the `reply` signal. Ctrl-C only detaches: the run is durable and goes on without us.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TextIO, TypeVar
+
+from temporalio.client import (
+    RPCTimeoutOrCancelledError,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from cli import render
+from cli.connection import QUERY_TIMEOUT, RunHandle, explain_rpc
+from cli.lines import LineReader
+from cli.outcome import RunOutcome, await_outcome
+from contracts.agent_result import ToolStep
+from contracts.agent_status import AgentStatus
+from contracts.approvals import HumanDecision, PendingRequest
+
+POLL_SECONDS = 0.3
+DECIDE_TIMEOUT_SECONDS = 15.0
+"""How long a decision may wait for a worker to accept it before the CLI gives up waiting."""
+T = TypeVar("T")
+
+
+class Console:
+    """Where progress lines go, aware of an open prompt: a line printed while a question is
+    on screen goes above it and the question is shown again, so nothing gets garbled."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._prompt: str | None = None
+
+    def line(self, text: str = "") -> None:
+        if self._prompt is not None:
+            self.stream.write("\n")
+        self.stream.write(text + "\n")
+        if self._prompt is not None:
+            self.stream.write(self._prompt)
+        self.stream.flush()
+
+    def prompt(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+        self._prompt = text
+
+    def close_prompt(self, *, answered: bool = False) -> None:
+        """The open prompt got its answer (the terminal echoed it and ended the line) or was
+        withdrawn (end the line here)."""
+        if self._prompt is None:
+            return
+        self._prompt = None
+        if not answered:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def user_reason(error: BaseException) -> str:
+    """The message of a refused update (the workflow's `DecisionRefused` text)."""
+    cause = error.cause if isinstance(error, WorkflowUpdateFailedError) else error
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    if isinstance(cause, RPCError):
+        return cause.message
+    return str(cause)
+
+
+async def send_decision(handle: RunHandle, payload: dict[str, Any]) -> HumanDecision:
+    """Run the `decide` update: the recorded decision, or an exception saying why not."""
+    return await asyncio.wait_for(
+        handle.execute_update("decide", payload, result_type=HumanDecision),
+        timeout=DECIDE_TIMEOUT_SECONDS,
+    )
+
+
+@dataclass
+class Asking:
+    """The request the answerer is asking about now, and the task that asks."""
+
+    call_id: str
+    task: asyncio.Task[None]
+
+
+class Answerer:
+    """Asks about pending requests on stdin and sends the answers to the run."""
+
+    def __init__(
+        self,
+        handle: RunHandle,
+        console: Console,
+        lines: LineReader,
+        *,
+        by: str | None,
+        prefix: str,
+    ) -> None:
+        self.handle = handle
+        self.console = console
+        self.lines = lines
+        self.by = by
+        self.prefix = prefix
+        self.sending = False
+        """True while an answer is on its way: the request vanishing is then our own doing."""
+
+    @property
+    def closed(self) -> bool:
+        return self.lines.closed
+
+    async def ask(self, request: PendingRequest) -> None:
+        """Ask until the request is answered, skipped, or stdin ends."""
+        self.lines.discard_typed_ahead()
+        if request.kind == "question":
+            await self._ask_question(request)
+        else:
+            await self._ask_approval(request)
+
+    async def _read(self, prompt: str) -> str | None:
+        """One answer. On a terminal the prompt waits on screen; from a pipe or file it is
+        printed with the answer once that arrives (a closed stdin leaves no dangling prompt)."""
+        if not self.lines.interactive:
+            line = await self.lines.readline()
+            if line is not None:
+                self.console.line(f"{prompt}{line}")
+            return line
+        self.console.prompt(prompt)
+        answered = False
+        try:
+            line = await self.lines.readline()
+            answered = line is not None
+            return line
+        finally:
+            self.console.close_prompt(answered=answered)
+
+    def _give_up(self, request: PendingRequest, why: str) -> None:
+        if not self.lines.interactive:  # the commands were printed with the request
+            self.console.line(f"  ({why}; answer with the commands above)")
+            return
+        self.console.line(f"  ({why}; answer from another shell:)")
+        for command in render.answer_commands(self.prefix, self.handle.id, request):
+            self.console.line(f"      {command}")
+
+    async def _ask_approval(self, request: PendingRequest) -> None:
+        base: dict[str, Any] = {"call_id": request.call_id, "args_digest": request.args_digest}
+        if self.by:
+            base["by"] = self.by
+        while True:
+            answer = await self._read(render.approval_prompt(request))
+            if answer is None:
+                return self._give_up(request, "stdin is closed")
+            choice = answer.strip().lower()
+            payload: dict[str, Any]
+            if choice in ("y", "yes"):
+                payload = {**base, "decision": "approve"}
+            elif choice in ("n", "no"):
+                reason = await self._read("reason (optional): ")
+                if reason is None:
+                    return self._give_up(request, "stdin is closed")
+                payload = {**base, "decision": "reject", "reason": reason.strip() or None}
+            elif choice in ("e", "edit"):
+                text = await self._read("arguments, as one line of JSON: ")
+                if text is None:
+                    return self._give_up(request, "stdin is closed")
+                try:
+                    args = json.loads(text)
+                except json.JSONDecodeError as error:
+                    self.console.line(f"  not JSON: {error}")
+                    continue
+                if not isinstance(args, dict):
+                    self.console.line("  the arguments must be a JSON object")
+                    continue
+                payload = {**base, "decision": "approve", "args": args}
+            elif choice in ("s", "skip"):
+                return self._give_up(request, "skipped")
+            else:
+                self.console.line("  answer y (approve), n (reject), e (edit the args) or s (skip)")
+                continue
+            if await self._decide(payload):
+                return
+
+    async def _decide(self, payload: dict[str, Any]) -> bool:
+        """Send the decision; True when asking is over (sent, or the run has ended)."""
+        self.sending = True
+        try:
+            decision = await send_decision(self.handle, payload)
+        except WorkflowUpdateFailedError as error:
+            self.console.line(f"  refused: {user_reason(error)}")
+            return False
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            self.console.line(
+                f"  no worker took the decision within {DECIDE_TIMEOUT_SECONDS:g} s; "
+                "it may still apply when one does"
+            )
+            return True
+        except RPCError as error:
+            self.console.line(f"  {explain_rpc(error, self.handle.id, 'not sent')}")
+            return True
+        finally:
+            self.sending = False
+        self.console.line(f"  → {render.decision_line(decision)}")
+        return True
+
+    async def _ask_question(self, request: PendingRequest) -> None:
+        text = await self._read("your reply (empty line: skip): ")
+        if text is None:
+            return self._give_up(request, "stdin is closed")
+        if not text.strip():
+            return self._give_up(request, "skipped")
+        payload: dict[str, Any] = {"call_id": request.call_id, "text": text}
+        if self.by:
+            payload["by"] = self.by
+        try:
+            await self.handle.signal("reply", payload)
+        except RPCError as error:
+            self.console.line(f"  {explain_rpc(error, self.handle.id, 'reply not sent')}")
+            return
+        self.console.line(f"  → replied to {request.call_id}")
+
+
+class ProgressView:
+    """Prints each turn, step and pending request once, however often the status is polled."""
+
+    def __init__(self, console: Console, workflow_id: str, prefix: str) -> None:
+        self.console = console
+        self.workflow_id = workflow_id
+        self.prefix = prefix
+        self.turn = 0
+        self._shown: set[tuple[int, str]] = set()
+        self._announced: set[str] = set()
+
+    def steps(self, steps: list[ToolStep]) -> None:
+        for step in steps:
+            key = (step.iteration, step.call_id)
+            if key in self._shown:
+                continue
+            self._shown.add(key)
+            if step.iteration > self.turn:
+                self.turn = step.iteration
+                self.console.line(f"turn {step.iteration}")
+            self.console.line(render.step_line(step))
+
+    def status(self, status: AgentStatus, *, with_commands: bool) -> list[PendingRequest]:
+        """Show what is new in `status`; returns the pending requests not seen before."""
+        self.steps(status.recent_steps)
+        if status.iteration > self.turn:
+            self.turn = status.iteration
+            self.console.line(
+                render.turn_line(status.iteration, status.max_iterations, status.usage)
+            )
+        fresh = [p for p in status.pending if p.call_id not in self._announced]
+        for request in fresh:
+            self._announced.add(request.call_id)
+            self.console.line(render.pending_line(request))
+            if with_commands:
+                for command in render.answer_commands(self.prefix, self.workflow_id, request):
+                    self.console.line(f"      {command}")
+        return fresh
+
+    def outcome(self, outcome: RunOutcome, *, show_answer: bool) -> None:
+        """The steps not seen yet, how the run ended and (unless JSON goes to stdout) the
+        answer."""
+        result = outcome.result
+        if result is None:
+            self.console.line(f"{outcome.ending} · {outcome.error_type}: {outcome.message}")
+            return
+        self.steps(result.steps)
+        self.console.line(f"done · {render.result_summary(result)}")
+        if show_answer:
+            self.console.line()
+            self.console.line(result.answer)
+
+
+def _install_sigint(callback: Callable[[], None]) -> bool:
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, callback)
+        return True
+    return False
+
+
+class Watcher:
+    """Follows one run to its end (or until Ctrl-C), printing progress and asking about
+    pending requests when an `Answerer` is given."""
+
+    def __init__(
+        self,
+        handle: RunHandle,
+        view: ProgressView,
+        answerer: Answerer | None,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+    ) -> None:
+        self.handle = handle
+        self.view = view
+        self.answerer = answerer
+        self.poll_seconds = poll_seconds
+        self._asking: Asking | None = None
+        self._asked: set[str] = set()
+        self._query_trouble = False
+        self._detached = asyncio.Event()
+        self._ending: asyncio.Task[RunOutcome] | None = None
+
+    async def follow(self) -> RunOutcome | None:
+        """The run's outcome, or None when the user detached with Ctrl-C."""
+        installed = _install_sigint(self._detached.set)
+        ending = asyncio.create_task(await_outcome(self.handle))
+        self._ending = ending
+        detach = asyncio.create_task(self._detached.wait())
+        try:
+            while not ending.done() and not self._detached.is_set():
+                status = await self._until_stop(self._status())
+                if status is not None:
+                    self._show(status)
+                await asyncio.wait(
+                    {ending, detach}, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+                )
+            if not ending.done():
+                return None
+            return ending.result()
+        finally:
+            if installed:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            for task in (self._asking.task if self._asking else None, ending, detach):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    async def _until_stop(self, work: Awaitable[T]) -> T | None:
+        """`work`'s value, or None if the run ends or the user detaches first."""
+        task = asyncio.ensure_future(work)
+        assert self._ending is not None
+        stoppers: set[asyncio.Future[Any]] = {task, self._ending}
+        waiter = asyncio.ensure_future(self._detached.wait())
+        stoppers.add(waiter)
+        try:
+            await asyncio.wait(stoppers, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+
+    async def _status(self) -> AgentStatus | None:
+        try:
+            status: AgentStatus = await self.handle.query(
+                "status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT
+            )
+        except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
+            if not self._query_trouble:
+                self._query_trouble = True
+                self.view.console.line(
+                    f"  (the status query got no answer: {getattr(error, 'message', error)}; "
+                    "is a worker running? still watching)"
+                )
+            return None
+        self._query_trouble = False
+        return status
+
+    def _show(self, status: AgentStatus) -> None:
+        answerer = self.answerer
+        can_ask = answerer is not None and not answerer.closed
+        with_commands = not can_ask or not (answerer is not None and answerer.lines.interactive)
+        self.view.status(status, with_commands=with_commands)
+        pending_ids = {p.call_id for p in status.pending}
+        asking = self._asking
+        if asking is not None and asking.task.done() and not asking.task.cancelled():
+            error = asking.task.exception()
+            if error is not None:
+                self.view.console.line(f"  (could not ask about {asking.call_id}: {error})")
+        if asking is not None and not asking.task.done():
+            if asking.call_id in pending_ids or (answerer is not None and answerer.sending):
+                return
+            asking.task.cancel()
+            self.view.console.close_prompt()
+            self.view.console.line(f"  ({asking.call_id} was answered elsewhere)")
+        self._asking = None
+        if answerer is None or answerer.closed:
+            return
+        for request in status.pending:
+            if request.call_id not in self._asked:
+                self._asked.add(request.call_id)
+                task = asyncio.create_task(answerer.ask(request))
+                self._asking = Asking(request.call_id, task)
+                return
+
+    @property
+    def detached(self) -> bool:
+        return self._detached.is_set()

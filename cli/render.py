@@ -1,0 +1,170 @@
+"""Plain-text lines for people: a step, a turn, a pending request, a status, an outcome.
+
+Pure functions (no I/O), so the live view, `status`, `pending` and `result` all print the
+same things the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from contracts.agent_result import AgentResult, ToolStep
+from contracts.agent_status import AgentStatus
+from contracts.approvals import HumanDecision, PendingRequest
+from contracts.usage import TokenUsage
+
+MARKERS = {"ok": "✓", "error": "✗", "rejected": "⊘"}
+ARGS_CHARS = 80
+OBSERVATION_CHARS = 100
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def short_args(args: Mapping[str, Any] | None, raw: str = "", limit: int = ARGS_CHARS) -> str:
+    """Tool arguments as compact one-line JSON (the raw text when they did not parse)."""
+    text = json.dumps(dict(args), ensure_ascii=False) if args is not None else raw
+    return shorten(text, limit)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 turn`, `2 turns`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def tokens(usage: TokenUsage) -> str:
+    return f"{usage.total_tokens} tokens"
+
+
+def turn_line(iteration: int, max_iterations: int, usage: TokenUsage) -> str:
+    """`turn 2/10 · 39 tokens so far` (a turn is one model call)."""
+    of = f"/{max_iterations}" if max_iterations else ""
+    spent = f" · {tokens(usage)} so far" if usage.total_tokens else ""
+    return f"turn {iteration}{of}{spent}"
+
+
+def human_note(decision: HumanDecision | None) -> str:
+    """` (approved by alice)`: who let a call through, for steps that waited for a person."""
+    if decision is None:
+        return ""
+    who = f" by {decision.by}" if decision.by else ""
+    if decision.outcome == "timed_out":
+        return f" (timed out; {decision.timeout_action})"
+    if decision.outcome == "rejected":
+        return ""  # the observation already says "Rejected by ...: reason"
+    return f" ({decision.outcome}{who})"
+
+
+def step_line(step: ToolStep) -> str:
+    """`  ✓ calculator {"expression": "17 * 25"} → 425`"""
+    marker = MARKERS.get(step.status, "?")
+    args = short_args(step.args, step.raw_arguments)
+    observation = shorten(step.observation, OBSERVATION_CHARS)
+    return f"  {marker} {step.tool} {args} → {observation}{human_note(step.human)}"
+
+
+def pending_line(request: PendingRequest) -> str:
+    """`  ? write_file {...} waits for approval (call w1)` or the question an agent asks."""
+    if request.kind == "question":
+        question = request.question or short_args(request.args)
+        return f"  ? {request.tool} asks: {shorten(question, 200)} (call {request.call_id})"
+    expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
+    return (
+        f"  ? {request.tool} {short_args(request.args)} waits for approval "
+        f"(call {request.call_id}{expires})"
+    )
+
+
+def answer_commands(prefix: str, workflow_id: str, request: PendingRequest) -> list[str]:
+    """The `agent` commands that answer `request` from another shell."""
+    wid, call = shlex.quote(workflow_id), shlex.quote(request.call_id)
+    if request.kind == "question":
+        return [f"{prefix} reply {wid} {call} 'your answer'"]
+    return [
+        f"{prefix} approve {wid} {call}",
+        f"{prefix} reject {wid} {call} --reason 'why not'",
+    ]
+
+
+def approval_prompt(request: PendingRequest) -> str:
+    return f"approve {request.tool} {short_args(request.args)}? [y]es/[n]o/[e]dit/[s]kip: "
+
+
+def decision_line(decision: HumanDecision) -> str:
+    """`approved demo_call_1 by alice` / `rejected w2 by ops: not needed`."""
+    who = f" by {decision.by}" if decision.by else ""
+    reason = f": {decision.reason}" if decision.reason else ""
+    comment = f" ({decision.comment})" if decision.comment else ""
+    edited = (
+        f" → runs with {short_args(decision.executed_args)}"
+        if decision.outcome == "edited" and decision.executed_args is not None
+        else ""
+    )
+    return f"{decision.outcome} {decision.call_id}{who}{reason}{comment}{edited}"
+
+
+def result_summary(result: AgentResult) -> str:
+    """`completed · 2 turns · 1 tool call · 57 tokens (37 prompt + 20 completion)`"""
+    usage = result.usage
+    parts = [
+        result.stop_reason,
+        plural(result.iterations, "turn"),
+        plural(len(result.steps), "tool call"),
+        f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt + "
+        f"{usage.completion_tokens} completion)",
+    ]
+    if result.cost_usd is not None:
+        parts.append(f"${result.cost_usd:.4f}")
+    if result.model:
+        parts.append(result.model)
+    return " · ".join(parts)
+
+
+def steps_by_turn(steps: Iterable[ToolStep], after_turn: int = 0) -> list[str]:
+    """Steps with a `turn N` heading before each new turn (for runs read after the fact)."""
+    lines: list[str] = []
+    turn = after_turn
+    for step in steps:
+        if step.iteration > turn:
+            turn = step.iteration
+            lines.append(f"turn {turn}")
+        lines.append(step_line(step))
+    return lines
+
+
+def status_lines(
+    workflow_id: str, execution_status: str, status: AgentStatus, prefix: str
+) -> list[str]:
+    """What `agent status` prints: where the run is, what it spent, what waits, recent steps."""
+    lines = [f"{workflow_id} · {execution_status} · {status.phase}"]
+    of = f"/{status.max_iterations}" if status.max_iterations else ""
+    usage = status.usage
+    lines.append(
+        f"turn {status.iteration}{of} · model {status.model or 'worker default'} · "
+        f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt + "
+        f"{usage.completion_tokens} completion) · {plural(status.steps, 'tool call')}"
+    )
+    if status.stop_reason:
+        lines.append(f"stop reason: {status.stop_reason}")
+    if status.pending:
+        lines.append("pending:")
+        lines += pending_lines(status.pending, workflow_id, prefix)
+    if status.recent_steps:
+        lines.append("recent steps:")
+        lines += [step_line(step) for step in status.recent_steps]
+    return lines
+
+
+def pending_lines(requests: Iterable[PendingRequest], workflow_id: str, prefix: str) -> list[str]:
+    """Each pending request, followed by the commands that answer it."""
+    lines: list[str] = []
+    for request in requests:
+        lines.append(pending_line(request))
+        lines += [f"      {command}" for command in answer_commands(prefix, workflow_id, request)]
+    return lines
