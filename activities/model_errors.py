@@ -50,6 +50,8 @@ def retry_delay(headers: Mapping[str, str], now: float | None = None) -> timedel
 def provider_message(error: openai.APIStatusError) -> str:
     """The provider's own error message, from the OpenAI-shaped body when there is one."""
     body = error.body
+    if isinstance(body, str) and body.strip():
+        return body  # the client unwraps `{"error": "text"}` to the text
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import openai
+from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
 from activities.model_errors import to_application_error
@@ -112,7 +113,12 @@ class OpenAIChatModel:
             completion = await self._client.chat.completions.create(**kwargs)
         except (openai.OpenAIError, ValueError) as error:
             raise to_application_error(error, self._api_key) from None
-        return reply_from_completion(completion, model)
+        try:
+            return reply_from_completion(completion, model)
+        except (AttributeError, TypeError, IndexError, ValidationError) as error:
+            # A 200 whose body is not a chat completion (a proxy's HTML page, a bare string,
+            # a choice without a message): as unusable as a malformed body, and as retryable.
+            raise to_application_error(error, self._api_key) from None
 
     async def close(self) -> None:
         await self._client.close()

@@ -54,7 +54,7 @@ def budget_message(
     """The answer of a run stopped by a budget."""
     if reason == "token_budget":
         return (
-            f"Stopped: the token budget of {limit:g} tokens was used up "
+            f"Stopped: the token budget of {int(limit)} tokens was used up "
             f"({usage.total_tokens} tokens spent). The steps so far are in the result."
         )
     return (

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from contracts.messages import ChatMessage
 
 MESSAGE_OVERHEAD_TOKENS = 4
-NOTE_RESERVE_TOKENS = 40
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -127,6 +126,10 @@ def summary_note(summary: str) -> ChatMessage:
     return ChatMessage.user(f"[Summary of the earlier part of this task]\n{summary}")
 
 
+NOTE_RESERVE_TOKENS = max(estimate_tokens(dropped_note(10**9)), estimate_tokens(summary_note("")))
+"""Room kept for the note (or the summary's header; its text has `reserve_tokens`)."""
+
+
 def context_messages(
     messages: Sequence[ChatMessage],
     fit: ContextFit,
@@ -157,7 +160,7 @@ def summary_request(
     previous: str | None, dropped: Sequence[ChatMessage], max_chars: int
 ) -> list[ChatMessage]:
     """Messages asking the model to fold `dropped` into the running summary."""
-    lines = [f"Previous summary:\n{previous}\n"] if previous else []
+    lines: list[str] = []
     for message in dropped:
         if message.tool_calls:
             calls = "; ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
@@ -165,10 +168,28 @@ def summary_request(
         if message.content:
             who = "tool result" if message.role == "tool" else message.role
             lines.append(f"{who}: {message.content}")
+    # The running summary is kept whole (it is bounded already); only the transcript of what
+    # is being dropped is cut, from its oldest end.
     transcript = "\n".join(lines)[-max_chars * 4 :]
+    earlier = f"Previous summary:\n{previous}\n\n" if previous else ""
     return [
         ChatMessage.system(SUMMARY_SYSTEM_PROMPT),
         ChatMessage.user(
-            f"Transcript:\n{transcript}\n\nWrite the summary (at most {max_chars} characters)."
+            f"{earlier}Transcript:\n{transcript}\n\n"
+            f"Write the summary (at most {max_chars} characters)."
         ),
     ]
+
+
+def clip_to_tokens(text: str, max_tokens: int) -> str:
+    """The longest prefix of `text` whose estimate is at most `max_tokens`."""
+    if estimate_text_tokens(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_text_tokens(text[:middle]) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]

@@ -68,6 +68,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
     from loop.context_window import (
         ContextFit,
+        clip_to_tokens,
         context_messages,
         fit_context,
         summary_request,
@@ -533,7 +534,7 @@ class AgentWorkflow:
                 purpose="summary",
             )
             summary = await self._call_model(params, request)
-            pad.summary = (summary.content or "").strip()[:max_chars] or pad.summary
+            pad.summary = clip_to_tokens((summary.content or "").strip(), reserve) or pad.summary
             pad.summarized_upto = fit.kept_from
         if summarize:
             fit = ContextFit(
