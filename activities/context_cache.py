@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from temporalio.exceptions import ApplicationError
-
-from contracts.errors import CONTEXT_CACHE_MISS
 from contracts.messages import ChatMessage
 from contracts.model_io import ContextDelta
 from loop.context_window import ContextFit, context_messages
@@ -33,8 +30,9 @@ class ContextCache:
         self.hits = 0
         self.misses = 0
 
-    def resolve(self, delta: ContextDelta) -> list[ChatMessage]:
-        """The messages to send for `delta`; raises a `ContextCacheMiss` ApplicationError."""
+    def resolve(self, delta: ContextDelta) -> list[ChatMessage] | None:
+        """The messages to send for `delta`, or None when this worker does not hold what the
+        delta builds on (a miss)."""
         cached = self._entries.get(delta.key)
         new = delta.new_messages
         if delta.base_length == 0:
@@ -49,13 +47,7 @@ class ContextCache:
             full = cached  # a retry of a call whose delta was already applied
         else:
             self.misses += 1
-            held = "nothing" if cached is None else f"{len(cached)} messages"
-            raise ApplicationError(
-                f"context cache miss for {delta.key}: this worker holds {held}, the request "
-                f"builds on {delta.base_length}",
-                type=CONTEXT_CACHE_MISS,
-                non_retryable=True,
-            )
+            return None
         if delta.base_length:
             self.hits += 1
         self._store(delta.key, full)

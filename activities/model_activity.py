@@ -36,6 +36,12 @@ class ModelActivities:
         """
         if request.context is not None:
             messages = self.cache.resolve(request.context)
+            if messages is None:
+                activity.logger.info(
+                    "context cache miss for %s: asking the workflow for the whole conversation",
+                    request.context.key,
+                )
+                return ModelReply(model=request.model or "", context_cache_miss=True)
             request = request.model_copy(update={"messages": messages, "context": None})
         model = request.model or self._model.default_model
         started = time.monotonic()

@@ -12,10 +12,6 @@ MODEL_UNAVAILABLE = "ModelUnavailable"
 MODEL_CALL_FAILED = "ModelCallFailed"
 """The workflow gave up on the model after its retries; raised by the workflow."""
 
-CONTEXT_CACHE_MISS = "ContextCacheMiss"
-"""The worker does not hold the conversation a context delta builds on; the workflow resends
-the whole conversation once."""
-
 TOOL_ERROR = "ToolError"
 """A tool reported an expected failure; it goes back to the model, never retried."""
 

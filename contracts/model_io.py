@@ -30,7 +30,7 @@ class ContextDelta(BaseModel):
     The worker keeps each run's messages in a cache keyed by `key`, so a model activity's input
     (and so the history) grows by the new messages only, not by the whole conversation. If the
     worker does not hold exactly `base_length` messages for `key` (it restarted, or another
-    worker ran the previous call), the activity fails with `ContextCacheMiss` and the workflow
+    worker ran the previous call), the activity answers `context_cache_miss` and the workflow
     sends the whole list once (`base_length=0`).
     """
 
@@ -68,6 +68,9 @@ class ModelReply(BaseModel):
     finish_reason: str | None = None
     usage: TokenUsage = TokenUsage()
     reasoning_content: str | None = None
+    context_cache_miss: bool = False
+    """The worker did not hold the conversation the request's delta builds on; nothing was
+    asked. The workflow resends the whole conversation (an expected event, not a failure)."""
 
     def as_message(self) -> ChatMessage:
         """The assistant message to append to the conversation for this reply."""

@@ -55,6 +55,9 @@ def build_workers(
         graceful_shutdown_timeout=drain,
         max_heartbeat_throttle_interval=throttle,
         default_heartbeat_throttle_interval=throttle,
+        # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its runs
+        # move to another worker sooner.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
     )
     extra = [
         Worker(

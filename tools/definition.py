@@ -80,7 +80,7 @@ class ToolOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     timeout_seconds: float = Field(default=30.0, gt=0)
-    heartbeat_seconds: float = Field(default=20.0, gt=0)
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
     retry: ToolRetry = ToolRetry()
     task_queue: str | None = None
     on_error: Literal["continue", "stop"] = "continue"
@@ -123,7 +123,7 @@ def tool(
     *,
     name: str | None = None,
     timeout_seconds: float = 30.0,
-    heartbeat_seconds: float = 20.0,
+    heartbeat_seconds: float = 10.0,
     retry: ToolRetry | None = None,
     task_queue: str | None = None,
     on_error: Literal["continue", "stop"] = "continue",

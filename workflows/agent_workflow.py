@@ -43,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
         ReplySignal,
     )
     from contracts.errors import (
-        CONTEXT_CACHE_MISS,
         HUMAN_WAIT_TIMED_OUT,
         INVALID_INPUT,
         MAX_ITERATIONS_REACHED,
@@ -94,14 +93,11 @@ with workflow.unsafe.imports_passed_through():
     from tools.catalog import REGISTRY
     from tools.definition import Tool
     from workflows.human_gate import HumanGate
+    from workflows.refusals import parse_or_refuse, refuse
 
-MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
+MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 RECENT_STEPS_IN_STATUS = 5
 SignalT = TypeVar("SignalT", bound=BaseModel)
-
-
-class _ContextCacheMiss(Exception):
-    """The worker did not hold this run's conversation: resend it whole."""
 
 
 def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
@@ -173,26 +169,20 @@ class AgentWorkflow:
     def decide(self, raw: Any) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
+        update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
-            return self._gate.decide(DecideUpdate.model_validate(raw))
-        except (ValidationError, approvals.DecisionRefused) as error:
-            raise ApplicationError(str(error), type=DECISION_REFUSED, non_retryable=True) from None
+            return self._gate.decide(update)
+        except approvals.DecisionRefused as error:
+            refuse(str(error), DECISION_REFUSED)
 
     @decide.validator
     def validate_decide(self, raw: Any) -> None:
         """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
-        try:
-            update = DecideUpdate.model_validate(raw)
-        except ValidationError as error:
-            raise ApplicationError(
-                f"invalid decide input: {describe_validation_error(error)}",
-                type=DECISION_REFUSED,
-                non_retryable=True,
-            ) from None
+        update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
             self._gate.check(update)
         except approvals.DecisionRefused as error:
-            raise ApplicationError(str(error), type=DECISION_REFUSED, non_retryable=True) from None
+            refuse(str(error), DECISION_REFUSED)
 
     def _apply(
         self, name: str, model: type[SignalT], raw: Any, apply: Callable[[SignalT], object]
@@ -216,7 +206,7 @@ class AgentWorkflow:
         try:
             params = validate_agent_input(raw_input, REGISTRY.names())
         except InvalidAgentInput as error:
-            raise ApplicationError(str(error), type=INVALID_INPUT, non_retryable=True) from None
+            refuse(str(error), INVALID_INPUT)
         self._params = params
         if params.resume is not None:
             self._pad = params.resume
@@ -477,9 +467,8 @@ class AgentWorkflow:
             request = request.model_copy(update={"messages": [*messages, *(extra or [])]})
             reply = await self._call_model(params, request)
         else:
-            try:
-                reply = await self._call_model(params, self._with_delta(request, fit, extra))
-            except _ContextCacheMiss:
+            reply = await self._call_model(params, self._with_delta(request, fit, extra))
+            if reply.context_cache_miss:
                 self._sent_messages = 0
                 reply = await self._call_model(params, self._with_delta(request, fit, extra))
             self._sent_messages = len(pad.messages)
@@ -572,14 +561,14 @@ class AgentWorkflow:
             if is_cancelled_exception(error):
                 raise
             cause = error.cause
-            if isinstance(cause, ApplicationError) and cause.type == CONTEXT_CACHE_MISS:
-                raise _ContextCacheMiss() from error
             detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
             raise ApplicationError(
                 f"model call failed at turn {request.turn}: {detail}",
                 type=MODEL_CALL_FAILED,
                 non_retryable=True,
             ) from error
+        if reply.context_cache_miss:
+            return reply
         pad = self._pad
         pad.usage = pad.usage + reply.usage
         pad.model = reply.model
@@ -757,27 +746,25 @@ class AgentWorkflow:
                     type=TOOL_FAILED_RUN,
                     non_retryable=True,
                 ) from error
-            self._log(
-                "tool %s call %s: error",
-                item.name,
-                call.id,
-                tool=item.name,
-                call_id=call.id,
-                outcome="error",
-                latency_ms=self._ms_since(started),
-            )
+            self._log_tool(item, call, "error", started)
             return observation, "error", False
+        self._log_tool(item, call, "ok", started, truncated=output.truncated)
+        return output.content, "ok", output.stop_run
+
+    def _log_tool(
+        self, item: Tool, call: ToolCall, outcome: str, started: datetime, **fields: Any
+    ) -> None:
         self._log(
-            "tool %s call %s: ok",
+            "tool %s call %s: %s",
             item.name,
             call.id,
+            outcome,
             tool=item.name,
             call_id=call.id,
-            outcome="ok",
+            outcome=outcome,
             latency_ms=self._ms_since(started),
-            truncated=output.truncated,
+            **fields,
         )
-        return output.content, "ok", output.stop_run
 
     @staticmethod
     def _ms_since(started: datetime) -> int:

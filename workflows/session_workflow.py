@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.limits import should_continue_as_new
     from loop.memory import memory_messages, memory_turn, remember
     from loop.summaries import shorten
+    from workflows.refusals import parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
 
@@ -101,27 +102,15 @@ class SessionWorkflow:
 
     def _check_message(self, raw: Any) -> SendMessage:
         if self._carry.ended:
-            raise ApplicationError(
-                "the session has ended", type=SESSION_REFUSED, non_retryable=True
-            )
-        try:
-            message = SendMessage.model_validate(raw)
-        except ValidationError as error:
-            raise ApplicationError(
-                f"invalid message: {describe_validation_error(error)}",
-                type=SESSION_REFUSED,
-                non_retryable=True,
-            ) from None
+            refuse("the session has ended", SESSION_REFUSED)
+        message = parse_or_refuse(SendMessage, raw, "message", SESSION_REFUSED)
         if not message.text.strip():
-            raise ApplicationError(
-                "text: the message is empty", type=SESSION_REFUSED, non_retryable=True
-            )
+            refuse("text: the message is empty", SESSION_REFUSED)
         if len(message.text) > self._params.max_message_chars:
-            raise ApplicationError(
+            refuse(
                 f"text: the message has {len(message.text)} characters; the most is "
                 f"{self._params.max_message_chars}",
-                type=SESSION_REFUSED,
-                non_retryable=True,
+                SESSION_REFUSED,
             )
         return message
 
@@ -197,14 +186,9 @@ class SessionWorkflow:
 
     @workflow.run
     async def run(self, raw_input: Any = None) -> SessionResult:
-        try:
-            self._params = SessionInput.model_validate(raw_input or {})
-        except ValidationError as error:
-            raise ApplicationError(
-                f"invalid SessionWorkflow input: {describe_validation_error(error)}",
-                type=INVALID_INPUT,
-                non_retryable=True,
-            ) from None
+        self._params = parse_or_refuse(
+            SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT
+        )
         if self._params.carry is not None:
             carried = self._params.carry
             # The carried messages are older than any that reached this run already.
