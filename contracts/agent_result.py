@@ -42,6 +42,19 @@ class ToolStep(BaseModel):
     human: HumanDecision | None = None
 
 
+class ModelCall(BaseModel):
+    """One model call of the run: which turn, what for, how long, what it cost."""
+
+    turn: int
+    purpose: Literal["turn", "final_answer", "summary"]
+    model: str
+    usage: TokenUsage
+    tool_calls: int
+    finish_reason: str | None
+    started_at: datetime
+    finished_at: datetime
+
+
 class AgentResult(BaseModel):
     """What a finished run returns."""
 
@@ -49,6 +62,7 @@ class AgentResult(BaseModel):
     stop_reason: StopReason
     iterations: int
     steps: list[ToolStep]
+    model_calls: list[ModelCall] = []
     usage: TokenUsage
     cost_usd: float | None = None
     model: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from contracts.agent_result import ToolStep
+from contracts.agent_result import ModelCall, ToolStep
 from contracts.messages import ChatMessage
 from contracts.usage import TokenUsage
 
@@ -28,6 +28,7 @@ class Scratchpad(BaseModel):
 
     messages: list[ChatMessage]
     steps: list[ToolStep] = []
+    model_calls: list[ModelCall] = []
     usage: TokenUsage = TokenUsage()
     cost_usd: float | None = None
     iteration: int = 0

@@ -40,6 +40,15 @@ async def test_tool_runs_and_loop_resumes_with_its_result(agent: AgentHarness) -
     assert step.started_at <= step.finished_at
     assert result.usage.prompt_tokens == 10 + 30
     assert result.usage.total_tokens == 15 + 37
+    # Each model call is in the result with its own usage and timing.
+    assert [
+        (c.turn, c.purpose, c.usage.total_tokens, c.tool_calls) for c in result.model_calls
+    ] == [
+        (1, "turn", 15, 1),
+        (2, "turn", 37, 0),
+    ]
+    assert all(c.started_at <= c.finished_at for c in result.model_calls)
+    assert result.model_calls[0].finish_reason == "tool_calls"
     # The second model call saw the assistant tool call and its result, paired by id.
     second = agent.fake.requests[1].body
     assert second["messages"][2]["tool_calls"][0]["id"] == "call_a"

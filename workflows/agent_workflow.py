@@ -31,7 +31,13 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
     from contracts.agent_input import AgentInput
-    from contracts.agent_result import AgentResult, StepStatus, StopReason, ToolStep
+    from contracts.agent_result import (
+        AgentResult,
+        ModelCall,
+        StepStatus,
+        StopReason,
+        ToolStep,
+    )
     from contracts.agent_status import AgentStatus, Phase
     from contracts.approvals import (
         DECISION_REFUSED,
@@ -572,6 +578,19 @@ class AgentWorkflow:
         pad = self._pad
         pad.usage = pad.usage + reply.usage
         pad.model = reply.model
+        pad.model_calls = [
+            *pad.model_calls,
+            ModelCall(
+                turn=request.turn,
+                purpose=request.purpose,
+                model=reply.model,
+                usage=reply.usage,
+                tool_calls=len(reply.tool_calls),
+                finish_reason=reply.finish_reason,
+                started_at=started,
+                finished_at=workflow.now(),
+            ),
+        ]
         self._log(
             "model %s answered turn %d (%s): %d tool calls, %d tokens",
             reply.model,
@@ -844,6 +863,7 @@ class AgentWorkflow:
             stop_reason=stop_reason,
             iterations=pad.iteration,
             steps=compact_steps(pad.steps),
+            model_calls=pad.model_calls,
             usage=pad.usage,
             cost_usd=pad.cost_usd,
             model=pad.model,
