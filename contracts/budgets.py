@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -23,5 +25,5 @@ class CostBudget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_usd: float = Field(gt=0)
-    prices: dict[str, ModelPrice] = Field(min_length=1)
+    max_usd: float = Field(gt=0, allow_inf_nan=False)
+    prices: dict[Annotated[str, Field(min_length=1)], ModelPrice] = Field(min_length=1)

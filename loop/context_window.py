@@ -64,7 +64,7 @@ class ContextFit:
     """What to send: the system message, the prompt (pinned even when `kept_from` is past it),
     a note or summary when anything was left out, and `messages[kept_from:]`.
 
-    `kept_from <= 1` means nothing was left out.
+    `dropped == 0` means nothing was left out (then everything is sent as it is).
     """
 
     kept_from: int
