@@ -62,6 +62,9 @@ class AgentResult(BaseModel):
     stop_reason: StopReason
     iterations: int
     steps: list[ToolStep]
+    steps_omitted: int = 0
+    """How many of the earliest steps are left out of `steps` (only in very long runs; each is
+    still in the history of the run that made it)."""
     model_calls: list[ModelCall] = []
     usage: TokenUsage
     cost_usd: float | None = None

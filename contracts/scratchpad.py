@@ -28,6 +28,8 @@ class Scratchpad(BaseModel):
 
     messages: list[ChatMessage]
     steps: list[ToolStep] = []
+    steps_omitted: int = 0
+    """Earliest steps left out to keep the payload bounded (see `loop.continuation`)."""
     model_calls: list[ModelCall] = []
     usage: TokenUsage = TokenUsage()
     cost_usd: float | None = None

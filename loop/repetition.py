@@ -8,17 +8,48 @@ warning that quotes the earlier result. If the model makes it again, the run sto
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from contracts.scratchpad import RepetitionState
 from loop.approvals import args_digest
 from loop.summaries import shorten
 from loop.tool_requests import PlannedCall, RefusedCall, ToolRequest
 
+T = TypeVar("T")
+
+
+REMEMBERED_KEYS = 2_000
+"""Distinct calls and errors the state remembers (the most recent ones); older are forgotten."""
+REMEMBERED_OBSERVATION_CHARS = 300
+"""How much of a call's last result the state keeps, for the warning that quotes it."""
+
 
 def call_key(request: ToolRequest) -> str:
     return f"{request.call.name}:{args_digest(request.args)}"
+
+
+def error_key(tool: str, observation: str) -> str:
+    """Identifies an error by its text without keeping the (possibly long) text itself."""
+    return f"{tool}:{hashlib.sha256(observation.encode('utf-8')).hexdigest()[:24]}"
+
+
+def recent(entries: dict[str, T], keep: int = REMEMBERED_KEYS) -> dict[str, T]:
+    """The `keep` most recently inserted or updated entries (dicts keep insertion order)."""
+    return dict(list(entries.items())[-keep:]) if len(entries) > keep else entries
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, ending in `…` when it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def touch(entries: dict[str, T], key: str, value: T) -> None:
+    """Set `key` and make it the most recent entry."""
+    entries.pop(key, None)
+    entries[key] = value
 
 
 def repeat_warning(tool: str, times: int, last: str) -> str:
@@ -65,9 +96,12 @@ def screen_round(
             last = state.last_observation.get(key, "")
             screened.append(RefusedCall(item.call, repeat_warning(item.call.name, done, last)))
             continue
-        calls[key] = done + 1
+        touch(calls, key, done + 1)
         screened.append(item)
-    return Screened(screened, state.model_copy(update={"calls": calls, "warned": warned}))
+    return Screened(
+        screened,
+        state.model_copy(update={"calls": recent(calls), "warned": warned[-REMEMBERED_KEYS:]}),
+    )
 
 
 @dataclass(frozen=True)
@@ -96,12 +130,12 @@ def observe_round(
     stop_tool: str | None = None
     for item, (observation, is_error) in zip(planned, outcomes, strict=True):
         if isinstance(item, ToolRequest):
-            last[call_key(item)] = observation
+            touch(last, call_key(item), clip(observation, REMEMBERED_OBSERVATION_CHARS))
         if not is_error or (isinstance(item, RefusedCall) and "Do not repeat it" in observation):
             observations.append(observation)
             continue
-        key = f"{item.call.name}:{observation}"
-        errors[key] = errors.get(key, 0) + 1
+        key = error_key(item.call.name, observation)
+        touch(errors, key, errors.get(key, 0) + 1)
         if key in warned:
             stop_tool = item.call.name
         elif errors[key] >= max_repeats:
@@ -109,7 +143,10 @@ def observe_round(
             observation += error_warning(errors[key])
         observations.append(observation)
     new_state = RepetitionState(
-        calls=state.calls, last_observation=last, errors=errors, warned=warned
+        calls=state.calls,
+        last_observation=recent(last),
+        errors=recent(errors),
+        warned=warned[-REMEMBERED_KEYS:],
     )
     return ObservedRound(observations, new_state, stop_tool)
 

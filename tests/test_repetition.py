@@ -13,6 +13,7 @@ from contracts.messages import ToolCall
 from contracts.scratchpad import RepetitionState
 from loop.repetition import (
     call_key,
+    error_key,
     error_warning,
     observe_round,
     repeat_warning,
@@ -194,9 +195,9 @@ def test_errors_count_per_tool_and_text() -> None:
     observed = observe_round(state, planned, outcomes, 2)
     assert observed.observations == [text for text, _ in outcomes]
     assert observed.state.errors == {
-        "web_search:Error: boom": 1,
-        "web_search:Error: bang": 1,
-        "read_file:Error: boom": 1,
+        error_key("web_search", "Error: boom"): 1,
+        error_key("web_search", "Error: bang"): 1,
+        error_key("read_file", "Error: boom"): 1,
     }
     assert observed.stop_tool is None
 
@@ -238,7 +239,7 @@ def test_planning_errors_are_counted_like_tool_errors() -> None:
 
 def test_observe_round_records_the_raw_last_observation() -> None:
     error = "Error: boom"
-    state = RepetitionState(errors={"web_search:" + error: 1})
+    state = RepetitionState(errors={error_key("web_search", error): 1})
     call = request(q=1)
     observed = observe_round(state, [call], [(error, True)], 2)
     assert observed.observations == [error + error_warning(2)]

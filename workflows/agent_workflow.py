@@ -78,7 +78,12 @@ with workflow.unsafe.imports_passed_through():
         fit_context,
         summary_request,
     )
-    from loop.continuation import compact_for_carry, compact_steps
+    from loop.continuation import (
+        MAX_KEPT_STEPS,
+        compact_for_carry,
+        compact_steps,
+        keep_recent_steps,
+    )
     from loop.conversation import append_round, start_conversation
     from loop.input_validation import (
         InvalidAgentInput,
@@ -267,7 +272,7 @@ class AgentWorkflow:
             workflow_id=workflow.info().workflow_id,
             answer=result.answer if result else "",
             stop_reason=result.stop_reason if result else None,
-            steps=compact_steps(result.steps, budget_chars=20_000) if result else [],
+            steps=compact_steps(result.steps, budget_chars=4_000) if result else [],
             usage=result.usage if result else self._pad.usage,
             error=None if error is None else str(error) or type(error).__name__,
         )
@@ -352,9 +357,10 @@ class AgentWorkflow:
                 for (step, _), text in zip(outcomes, observed.observations, strict=True)
             ]
             pad.steps = [*pad.steps, *round_steps]
+            self._pad = pad = keep_recent_steps(pad)
             self._status = self._status.model_copy(
                 update={
-                    "steps": len(pad.steps),
+                    "steps": len(pad.steps) + pad.steps_omitted,
                     "recent_steps": pad.steps[-RECENT_STEPS_IN_STATUS:],
                 }
             )
@@ -590,7 +596,7 @@ class AgentWorkflow:
                 started_at=started,
                 finished_at=workflow.now(),
             ),
-        ]
+        ][-MAX_KEPT_STEPS:]
         self._log(
             "model %s answered turn %d (%s): %d tool calls, %d tokens",
             reply.model,
@@ -856,14 +862,15 @@ class AgentWorkflow:
             pad.usage.total_tokens,
             outcome=stop_reason,
             tokens=pad.usage.total_tokens,
-            tool_calls=len(pad.steps),
+            tool_calls=len(pad.steps) + pad.steps_omitted,
         )
         return AgentResult(
             answer=answer,
             stop_reason=stop_reason,
             iterations=pad.iteration,
             steps=compact_steps(pad.steps),
-            model_calls=pad.model_calls,
+            steps_omitted=pad.steps_omitted,
+            model_calls=pad.model_calls[-MAX_KEPT_STEPS:],
             usage=pad.usage,
             cost_usd=pad.cost_usd,
             model=pad.model,

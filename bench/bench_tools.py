@@ -1,0 +1,49 @@
+"""Tools that exist only for the benchmarks, registered into the application's `REGISTRY` the way
+a user adds a tool (so the real workflow and worker run them as activities named after them).
+
+`fixed_output` returns `chars` characters of text that is deterministic per call (`n`): the same
+call always returns the same text, different calls return different text, so the loop's
+repeated-call guard never fires and nothing in the history compresses by accident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, Field
+
+from tools.catalog import REGISTRY
+from tools.definition import tool
+
+LINE_CHARS = 80
+
+
+class FixedOutputArgs(BaseModel):
+    n: int = Field(description="Which call this is; the output depends on it.")
+    chars: int = Field(default=2000, ge=1, le=200_000, description="Length of the output.")
+
+
+def fixed_text(n: int, chars: int) -> str:
+    """`chars` characters for call `n`: lines of hex digest words, the same for the same `n`."""
+    lines: list[str] = []
+    size = 0
+    block = 0
+    while size < chars:
+        digest = hashlib.sha256(f"fixed_output/{n}/{block}".encode()).hexdigest()
+        line = f"call {n} line {block}: {digest}"[: LINE_CHARS - 1]
+        lines.append(line)
+        size += len(line) + 1
+        block += 1
+    return "\n".join(lines)[:chars]
+
+
+@tool(timeout_seconds=10)
+async def fixed_output(args: FixedOutputArgs) -> str:
+    """Return `chars` characters of text that depends only on `n`."""
+    return fixed_text(args.n, args.chars)
+
+
+BENCH_TOOLS = [fixed_output]
+for _item in BENCH_TOOLS:
+    if REGISTRY.get(_item.name) is None:
+        REGISTRY.register(_item)
