@@ -811,7 +811,6 @@ def markdown(results: dict[str, Any]) -> str:
             ]
             for label, run in runs.items():
                 for point, value in run["points"].items():
-                    parts = value or {}
                     if value is None:
                         lines.append(f"| {label} | {point} | not reached |" + " |" * 5)
                         continue
