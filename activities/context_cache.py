@@ -27,7 +27,6 @@ class ContextCache:
         self._chars: dict[str, int] = {}
         self._max_conversations = max_conversations
         self._max_chars = max_chars
-        self.hits = 0
         self.misses = 0
 
     def resolve(self, delta: ContextDelta) -> list[ChatMessage] | None:
@@ -48,8 +47,6 @@ class ContextCache:
         else:
             self.misses += 1
             return None
-        if delta.base_length:
-            self.hits += 1
         self._store(delta.key, full)
         fit = ContextFit(kept_from=delta.kept_from, estimated_tokens=0, dropped=delta.dropped)
         sent = context_messages(full, fit, delta.summary, prompt_index=delta.prompt_index)

@@ -400,7 +400,3 @@ class Watcher:
                 task = asyncio.create_task(answerer.ask(request))
                 self._asking = Asking(request.call_id, task)
                 return
-
-    @property
-    def detached(self) -> bool:
-        return self._detached.is_set()

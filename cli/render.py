@@ -126,18 +126,6 @@ def result_summary(result: AgentResult) -> str:
     return " · ".join(parts)
 
 
-def steps_by_turn(steps: Iterable[ToolStep], after_turn: int = 0) -> list[str]:
-    """Steps with a `turn N` heading before each new turn (for runs read after the fact)."""
-    lines: list[str] = []
-    turn = after_turn
-    for step in steps:
-        if step.iteration > turn:
-            turn = step.iteration
-            lines.append(f"turn {turn}")
-        lines.append(step_line(step))
-    return lines
-
-
 def status_lines(
     workflow_id: str, execution_status: str, status: AgentStatus, prefix: str
 ) -> list[str]:

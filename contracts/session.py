@@ -75,7 +75,6 @@ class SessionCarry(BaseModel):
     pending: list[PendingRequest] = []
     turns: int = 0
     usage: TokenUsage = TokenUsage()
-    signals_received: int = 0
     ended: bool = False
     end_reason: str | None = None
     runs: int = 1

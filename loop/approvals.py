@@ -246,9 +246,3 @@ def edited_note(decision: HumanDecision) -> str | None:
         f"{json.dumps(decision.executed_args, ensure_ascii=False, sort_keys=True)} instead of "
         f"{json.dumps(decision.model_args, ensure_ascii=False, sort_keys=True)}."
     )
-
-
-def pending_of(
-    pending: Mapping[str, PendingRequest], kind: WaitKind | None = None
-) -> list[PendingRequest]:
-    return [p for p in pending.values() if kind is None or p.kind == kind]

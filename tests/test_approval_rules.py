@@ -373,18 +373,6 @@ def test_decision_refused_is_a_value_error() -> None:
     assert issubclass(DecisionRefused, ValueError)
 
 
-# --- pending_of -------------------------------------------------------------------------------
-
-
-def test_pending_of_filters_by_kind() -> None:
-    pending = pending_map(A1, Q1, A2)
-
-    assert approvals.pending_of(pending) == [A1, Q1, A2]
-    assert approvals.pending_of(pending, "approval") == [A1, A2]
-    assert approvals.pending_of(pending, "question") == [Q1]
-    assert approvals.pending_of({}, "question") == []
-
-
 # --- check_edited_args ------------------------------------------------------------------------
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from contracts.model_io import ToolSchema
 from tools.definition import Tool
 
 
@@ -38,6 +37,3 @@ class ToolRegistry:
             return self.all()
         wanted = set(allowlist)
         return [t for t in self._tools.values() if t.name in wanted]
-
-    def schemas(self, allowlist: Iterable[str] | None = None) -> list[ToolSchema]:
-        return [t.schema() for t in self.select(allowlist)]

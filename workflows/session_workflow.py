@@ -84,7 +84,6 @@ class SessionWorkflow:
         except ApplicationError as error:
             workflow.logger.warning("signal send ignored: %s", error.message)
             return
-        self._carry.signals_received += 1
         queued = QueuedMessage(id=f"signal-{workflow.uuid4()}", text=message.text, by=message.by)
         self._carry.queued.append(queued)
 
