@@ -48,6 +48,12 @@ class TurnReport(BaseModel):
     error: str | None = None
 
 
+class PendingList(BaseModel):
+    """Signal `turn_pending` (from a running turn): its pending requests."""
+
+    pending: list[PendingRequest]
+
+
 class TurnResult(BaseModel):
     """What update `send` returns: the turn's answer, steps and usage (or its error)."""
 

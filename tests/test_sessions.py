@@ -164,3 +164,14 @@ async def test_bad_messages_are_refused(
     await handle.signal("send", payload)  # the signal form is logged and ignored
     await handle.signal("send", {"text": "ok"})
     await wait_status(handle, lambda s: s.turns == 2 and s.state == "idle")
+
+
+async def test_malformed_internal_signals_are_ignored(agent: AgentHarness) -> None:
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "one")
+    await handle.signal("turn_finished", {"bogus": 1})
+    await handle.signal("turn_pending", "not a list")
+    await handle.signal("turn_pending", [{"call_id": 5}])
+    second = await handle.execute_update("send", {"text": "two"}, result_type=TurnResult)
+    assert second.answer == "answer to: two"  # the session kept working

@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -28,7 +28,7 @@ from temporalio.exceptions import (
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import BaseModel, ValidationError
+    from pydantic import BaseModel
 
     from contracts.agent_input import AgentInput
     from contracts.agent_result import (
@@ -87,7 +87,6 @@ with workflow.unsafe.imports_passed_through():
     from loop.conversation import append_round, start_conversation
     from loop.input_validation import (
         InvalidAgentInput,
-        describe_validation_error,
         validate_agent_input,
     )
     from loop.limits import (
@@ -104,7 +103,7 @@ with workflow.unsafe.imports_passed_through():
     from tools.catalog import REGISTRY
     from tools.definition import Tool
     from workflows.human_gate import HumanGate
-    from workflows.refusals import parse_or_refuse, refuse
+    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 RECENT_STEPS_IN_STATUS = 5
@@ -199,12 +198,11 @@ class AgentWorkflow:
         self, name: str, model: type[SignalT], raw: Any, apply: Callable[[SignalT], object]
     ) -> None:
         """Apply a signal; one that cannot apply is logged and ignored, never failing the run."""
+        signal = parse_or_ignore(model, raw, name)
+        if signal is None:
+            return
         try:
-            apply(model.model_validate(raw))
-        except ValidationError as error:
-            workflow.logger.warning(
-                "signal %s ignored: invalid input: %s", name, describe_validation_error(error)
-            )
+            apply(signal)
         except approvals.DecisionRefused as error:
             workflow.logger.warning("signal %s ignored: %s", name, error)
 
@@ -458,7 +456,7 @@ class AgentWorkflow:
         schemas: list[ToolSchema],
         iteration: int,
         *,
-        purpose: str = "turn",
+        purpose: Literal["turn", "final_answer"] = "turn",
         extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
         """One model turn: fit the context, call the model (sending only what is new since the
@@ -470,7 +468,7 @@ class AgentWorkflow:
             tools=schemas,
             tool_choice="none" if purpose == "final_answer" and schemas else None,
             turn=iteration,
-            purpose="final_answer" if purpose == "final_answer" else "turn",
+            purpose=purpose,
         )
         if params.context_transfer == "full":
             messages = context_messages(

@@ -1,6 +1,6 @@
-"""Refusing bad input at a workflow boundary: a non-retryable `ApplicationError` that names
-the problem, so it fails the run (input) or the update (validator) instead of a workflow task
-that would retry forever."""
+"""Bad input at a workflow boundary never leaves a workflow task retrying forever: run input
+and update input are refused with a non-retryable `ApplicationError` that names the problem;
+a signal that cannot be read is logged and ignored (a signal has no caller to answer)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,14 @@ def parse_or_refuse(model: type[ModelT], raw: Any, what: str, error_type: str) -
         return model.model_validate(raw)
     except ValidationError as error:
         refuse(f"invalid {what}: {describe_validation_error(error)}", error_type)
+
+
+def parse_or_ignore(model: type[ModelT], raw: Any, signal: str) -> ModelT | None:
+    """`raw` as `model`, or None after logging why signal `signal` is ignored."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as error:
+        workflow.logger.warning(
+            "signal %s ignored: invalid input: %s", signal, describe_validation_error(error)
+        )
+        return None

@@ -20,14 +20,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import ValidationError
-
     from contracts.agent_input import AgentInput, SessionLink
     from contracts.approvals import PendingRequest
     from contracts.errors import INVALID_INPUT
     from contracts.session import (
         EndSession,
         MemoryTurn,
+        PendingList,
         QueuedMessage,
         RunningTurn,
         SendMessage,
@@ -39,11 +38,10 @@ with workflow.unsafe.imports_passed_through():
         TurnReport,
         TurnResult,
     )
-    from loop.input_validation import describe_validation_error
     from loop.limits import should_continue_as_new
     from loop.memory import memory_messages, memory_turn, remember
     from loop.summaries import shorten
-    from workflows.refusals import parse_or_refuse, refuse
+    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
 
@@ -90,10 +88,9 @@ class SessionWorkflow:
     @workflow.signal(name="end")
     def end(self, raw: Any = None) -> None:
         """`{"reason"?: "...", "by"?: "..."}`: answer what is queued, then close the session."""
-        try:
-            request = EndSession.model_validate(raw or {})
-        except ValidationError as error:
-            request = EndSession(reason=f"(invalid end input: {describe_validation_error(error)})")
+        request = parse_or_ignore(EndSession, raw or {}, "end") or EndSession(
+            reason="(the end signal's input was invalid)"
+        )
         self._carry.ended = True
         self._carry.end_reason = request.reason or (
             f"ended by {request.by}" if request.by else None
@@ -117,12 +114,15 @@ class SessionWorkflow:
 
     @workflow.signal(name="turn_finished")
     def turn_finished(self, raw: Any) -> None:
-        report = TurnReport.model_validate(raw)
-        self._reports[report.turn_id] = report
+        report = parse_or_ignore(TurnReport, raw, "turn_finished")
+        if report is not None:
+            self._reports[report.turn_id] = report
 
     @workflow.signal(name="turn_pending")
     def turn_pending(self, raw: Any) -> None:
-        self._carry.pending = [PendingRequest.model_validate(p) for p in raw or []]
+        pending = parse_or_ignore(PendingList, {"pending": raw or []}, "turn_pending")
+        if pending is not None:
+            self._carry.pending = pending.pending
 
     # -- decisions, forwarded to the running turn ------------------------------------------------
 
