@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import with_heartbeats
 from contracts.errors import TOOL_ERROR
 from contracts.tool_io import ToolInvocation, ToolOutput
+from loop.input_validation import describe_validation_error
 from loop.observations import truncate_observation
 from tools.definition import StopRun, Tool, ToolContext, ToolError
 
@@ -44,7 +45,9 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             args = item.args_model.model_validate(invocation.args)
         except ValidationError as error:
             raise ApplicationError(
-                f"invalid arguments for {item.name}: {error}", type=TOOL_ERROR, non_retryable=True
+                f"invalid arguments for {item.name}: {describe_validation_error(error)}",
+                type=TOOL_ERROR,
+                non_retryable=True,
             ) from None
         ctx = ToolContext(
             workspace=workspace,

@@ -7,8 +7,10 @@ queue of its own; a tool registered with `task_queue="gpu"` (say) gets a worker 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -37,37 +39,38 @@ def build_workers(
 
     On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
     """
-    drain = timedelta(seconds=drain_seconds)
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
     throttle = timedelta(seconds=1)
+
+    def worker(
+        queue: str, activities: Sequence[Callable[..., Any]], workflows: Sequence[type] = ()
+    ) -> Worker:
+        return Worker(
+            client,
+            task_queue=queue,
+            workflows=workflows,
+            activities=activities,
+            graceful_shutdown_timeout=timedelta(seconds=drain_seconds),
+            max_heartbeat_throttle_interval=throttle,
+            default_heartbeat_throttle_interval=throttle,
+            # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its
+            # runs move to another worker sooner.
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+        )
+
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in registry.all():
         by_queue[item.options.task_queue or task_queue].append(item)
-    main = Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentWorkflow, SessionWorkflow],
-        activities=[
+    main = worker(
+        task_queue,
+        [
             ModelActivities(model, cache=context_cache).call_model,
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
-        graceful_shutdown_timeout=drain,
-        max_heartbeat_throttle_interval=throttle,
-        default_heartbeat_throttle_interval=throttle,
-        # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its runs
-        # move to another worker sooner.
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+        [AgentWorkflow, SessionWorkflow],
     )
-    extra = [
-        Worker(
-            client,
-            task_queue=queue,
-            activities=tool_activities(tools, workspace),
-            graceful_shutdown_timeout=drain,
-            max_heartbeat_throttle_interval=throttle,
-            default_heartbeat_throttle_interval=throttle,
-        )
-        for queue, tools in by_queue.items()
+    return [
+        main,
+        *(worker(queue, tool_activities(tools, workspace)) for queue, tools in by_queue.items()),
     ]
-    return [main, *extra]
