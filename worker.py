@@ -18,12 +18,11 @@ import signal
 import sys
 from pathlib import Path
 
-from runtime.codec import parse_key, parse_keyring
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.log_format import configure_logging
 from runtime.models import chat_model_for
 from runtime.settings import WorkerSettings
-from runtime.temporal_client import connect
+from runtime.temporal_client import connect_with_settings
 from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
@@ -73,17 +72,8 @@ async def serve(settings: WorkerSettings) -> None:
             )
             address, ui_url = server.address, server.ui_url
     try:
-        client = await connect(
-            address,
-            settings.temporal_namespace,
-            payload_key=parse_key(settings.payload_key.get_secret_value())
-            if settings.payload_key
-            else None,
-            key_id=settings.payload_key_id,
-            previous_keys=parse_keyring(settings.payload_previous_keys.get_secret_value())
-            if settings.payload_previous_keys
-            else None,
-            interceptors=tracing_interceptors(),
+        client = await connect_with_settings(
+            settings, address, settings.temporal_namespace, interceptors=tracing_interceptors()
         )
         if settings.payload_key:
             log.info(

@@ -23,9 +23,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.errors import CliError
 from contracts.agent_result import AgentResult
-from runtime.codec import parse_key, parse_keyring
 from runtime.settings import WorkerSettings
-from runtime.temporal_client import connect as connect_client
+from runtime.temporal_client import connect_with_settings
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -86,16 +85,11 @@ async def connect(target: Target) -> Client:
     CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does), failing
     within about five seconds when the server is not there."""
     try:
-        codec_settings = WorkerSettings.from_env()
-        payload_key = codec_settings.payload_key
-        previous = codec_settings.payload_previous_keys
         return await asyncio.wait_for(
-            connect_client(
+            connect_with_settings(
+                WorkerSettings.from_env(),
                 target.address,
                 target.namespace,
-                payload_key=parse_key(payload_key.get_secret_value()) if payload_key else None,
-                key_id=codec_settings.payload_key_id,
-                previous_keys=parse_keyring(previous.get_secret_value()) if previous else None,
                 connect_timeout=CONNECT_TIMEOUT,
             ),
             timeout=CONNECT_TIMEOUT.total_seconds() + 1,

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from temporalio.client import Client, Interceptor
 
-from runtime.codec import DEFAULT_KEY_ID, data_converter
+from runtime.codec import DEFAULT_KEY_ID, data_converter, parse_key, parse_keyring
+from runtime.settings import WorkerSettings
 
 
 async def connect(
@@ -32,4 +33,27 @@ async def connect(
         interceptors=interceptors,
         connect_timeout=connect_timeout,
         data_converter=data_converter(payload_key, key_id, previous_keys),
+    )
+
+
+async def connect_with_settings(
+    settings: WorkerSettings,
+    address: str,
+    namespace: str,
+    *,
+    interceptors: Sequence[Interceptor] = (),
+    connect_timeout: timedelta | None = None,
+) -> Client:
+    """`connect` with the payload keys from `settings` (`AGENT_PAYLOAD_KEY`, its id and the
+    previous keys), so the worker and the `agent` CLI encrypt and decrypt alike."""
+    key = settings.payload_key
+    previous = settings.payload_previous_keys
+    return await connect(
+        address,
+        namespace,
+        payload_key=parse_key(key.get_secret_value()) if key else None,
+        key_id=settings.payload_key_id,
+        previous_keys=parse_keyring(previous.get_secret_value()) if previous else None,
+        interceptors=interceptors,
+        connect_timeout=connect_timeout,
     )
