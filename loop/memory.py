@@ -6,14 +6,13 @@ optionally with a compact note of the tools it used.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from contracts.agent_result import ToolStep
 from contracts.messages import ChatMessage
 from contracts.session import MemoryMode, MemoryTurn
 from loop.context_window import estimate_text_tokens
-from loop.summaries import shorten
+from loop.summaries import shorten, tool_call_summary
 
 
 def tools_note(steps: Sequence[ToolStep], max_chars: int = 400) -> str | None:
@@ -21,9 +20,7 @@ def tools_note(steps: Sequence[ToolStep], max_chars: int = 400) -> str | None:
     if not steps:
         return None
     parts = [
-        f"{s.tool} {json.dumps(s.args or {}, ensure_ascii=False, sort_keys=True)} -> "
-        f"{shorten(s.observation, 60)}"
-        for s in steps
+        f"{s.tool} {tool_call_summary(s.args or {})} -> {shorten(s.observation, 60)}" for s in steps
     ]
     return shorten(f"[tools used: {'; '.join(parts)}]", max_chars)
 
