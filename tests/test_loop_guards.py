@@ -1,5 +1,8 @@
-"""Each loop guard against a scripted fake model that misbehaves: budgets, repeated calls and
-errors, max-iterations behaviours, stop tools, reasoning-only replies, the context window."""
+"""Each loop guard against a scripted model that misbehaves: budgets, repeated calls and
+errors, max-iterations behaviours, stop tools, reasoning-only replies, the context window.
+
+Loop logic only, so the worker's model is the in-memory `ScriptedChatModel` (real worker, real
+Temporal server, no HTTP hop); what goes over the wire is tested against the fake server."""
 
 from __future__ import annotations
 
@@ -10,19 +13,20 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from contracts.errors import MAX_ITERATIONS_REACHED, NO_PRICE_FOR_MODEL
-from contracts.messages import ChatMessage, ToolCall
+from contracts.messages import ChatMessage
+from contracts.model_io import ModelRequest
 from loop.context_window import SUMMARY_SYSTEM_PROMPT, estimate_tokens
 from loop.limits import FINAL_ANSWER_PROMPT
 from loop.model_reply import EMPTY_ANSWER_MESSAGE
-from tests import fake_openai as fake
-from tests.conftest import AgentHarness, activity_types
+from tests import scripted_model as sm
+from tests.conftest import ScriptedHarness, activity_types
 
 
-def always(reply: Any) -> Any:
-    return lambda body: reply
+def always(reply: sm.ReplyLike) -> sm.Handler:
+    return lambda request: reply
 
 
-async def failure_of(agent: AgentHarness, payload: dict[str, Any]) -> ApplicationError:
+async def failure_of(agent: ScriptedHarness, payload: dict[str, Any]) -> ApplicationError:
     handle = await agent.start(payload)
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
@@ -31,24 +35,28 @@ async def failure_of(agent: AgentHarness, payload: dict[str, Any]) -> Applicatio
     return cause
 
 
-async def test_token_budget_stops_and_keeps_partial_steps(agent: AgentHarness) -> None:
-    agent.fake.set_handler(
-        lambda body: fake.tool_calls(
-            fake.call("echo", {"text": f"t{len(body['messages'])}"}), usage=(100, 50)
+async def test_token_budget_stops_and_keeps_partial_steps(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.set_handler(
+        lambda request: sm.tool_calls(
+            sm.call("echo", {"text": f"t{len(request.messages)}"}), usage=(100, 50)
         )
     )
-    result, _ = await agent.run({"prompt": "x", "tools": ["echo"], "max_total_tokens": 250})
+    result, _ = await scripted_agent.run(
+        {"prompt": "x", "tools": ["echo"], "max_total_tokens": 250}
+    )
     assert result.stop_reason == "token_budget"
     assert result.usage.total_tokens == 300
     assert result.answer.startswith("Stopped: the token budget of 250 tokens was used up")
     assert len(result.steps) == 1  # the second reply's calls did not run
-    assert agent.fake.request_count == 2
+    assert scripted_agent.model.request_count == 2
 
 
-async def test_cost_budget_stops_with_the_cost_in_the_result(agent: AgentHarness) -> None:
-    agent.fake.set_handler(always(fake.tool_calls(fake.call("echo", {"text": "a"}))))
+async def test_cost_budget_stops_with_the_cost_in_the_result(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(always(sm.tool_calls(sm.call("echo", {"text": "a"}))))
     prices = {"fake-model": {"input_per_million": 100_000, "output_per_million": 100_000}}
-    result, _ = await agent.run(
+    result, _ = await scripted_agent.run(
         {"prompt": "x", "tools": ["echo"], "cost_budget": {"max_usd": 2.0, "prices": prices}}
     )
     assert result.stop_reason == "cost_budget"
@@ -57,20 +65,22 @@ async def test_cost_budget_stops_with_the_cost_in_the_result(agent: AgentHarness
 
 
 async def test_cost_budget_without_a_price_for_the_model_fails_clearly(
-    agent: AgentHarness,
+    scripted_agent: ScriptedHarness,
 ) -> None:
-    agent.fake.enqueue(fake.text("hi"))
+    scripted_agent.model.enqueue(sm.text("hi"))
     prices = {"other-model": {"input_per_million": 1, "output_per_million": 1}}
     cause = await failure_of(
-        agent, {"prompt": "x", "cost_budget": {"max_usd": 1, "prices": prices}}
+        scripted_agent, {"prompt": "x", "cost_budget": {"max_usd": 1, "prices": prices}}
     )
     assert cause.type == NO_PRICE_FOR_MODEL
     assert "no price for model 'fake-model-1'" in cause.message
 
 
-async def test_repeated_identical_call_is_warned_then_stopped(agent: AgentHarness) -> None:
-    agent.fake.set_handler(always(fake.tool_calls(fake.call("echo", {"text": "same"}))))
-    result, handle = await agent.run({"prompt": "loop", "tools": ["echo"]})
+async def test_repeated_identical_call_is_warned_then_stopped(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(always(sm.tool_calls(sm.call("echo", {"text": "same"}))))
+    result, handle = await scripted_agent.run({"prompt": "loop", "tools": ["echo"]})
 
     assert result.stop_reason == "repeated_calls"
     assert result.answer.startswith("Stopped: the model kept repeating the same echo call")
@@ -78,20 +88,22 @@ async def test_repeated_identical_call_is_warned_then_stopped(agent: AgentHarnes
     warning = result.steps[2].observation
     assert warning.startswith("Error: you already called echo with these exact arguments 2 times")
     assert "the result was: same" in warning
-    sent = [m for m in agent.fake.requests[3]["messages"] if m["role"] == "tool"]
-    assert sent[-1]["content"] == warning  # the model was told before it was stopped
+    sent = [m for m in scripted_agent.model.requests[3].messages if m.role == "tool"]
+    assert sent[-1].content == warning  # the model was told before it was stopped
     assert await activity_types(handle) == [
         "call_model", "echo", "call_model", "echo", "call_model", "call_model",
     ]  # fmt: skip
 
 
-async def test_repeated_identical_error_is_warned_then_stopped(agent: AgentHarness) -> None:
-    agent.fake.set_handler(
-        lambda body: fake.tool_calls(
-            fake.call("broken_lookup", {"query": f"q{len(body['messages'])}"})
+async def test_repeated_identical_error_is_warned_then_stopped(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(
+        lambda request: sm.tool_calls(
+            sm.call("broken_lookup", {"query": f"q{len(request.messages)}"})
         )
     )
-    result, _ = await agent.run({"prompt": "look", "tools": ["broken_lookup"]})
+    result, _ = await scripted_agent.run({"prompt": "look", "tools": ["broken_lookup"]})
     assert result.stop_reason == "repeated_calls"
     assert len(result.steps) == 4
     assert result.steps[1].observation == "Error: the lookup service is down"
@@ -99,33 +111,36 @@ async def test_repeated_identical_error_is_warned_then_stopped(agent: AgentHarne
 
 
 async def test_max_iterations_final_answer_asks_once_more_without_tools(
-    agent: AgentHarness,
+    scripted_agent: ScriptedHarness,
 ) -> None:
-    def handler(body: dict[str, Any]) -> Any:
-        if body.get("tool_choice") == "none":
-            return fake.text("Best effort: 42.")
-        return fake.tool_calls(fake.call("echo", {"text": f"{len(body['messages'])}"}))
+    def handler(request: ModelRequest) -> sm.ReplyLike:
+        if request.tool_choice == "none":
+            return sm.text("Best effort: 42.")
+        return sm.tool_calls(sm.call("echo", {"text": f"{len(request.messages)}"}))
 
-    agent.fake.set_handler(handler)
-    result, _ = await agent.run(
+    scripted_agent.model.set_handler(handler)
+    result, _ = await scripted_agent.run(
         {"prompt": "x", "tools": ["echo"], "max_iterations": 2, "on_max_iterations": "final_answer"}
     )
     assert (result.answer, result.stop_reason, result.iterations) == (
         "Best effort: 42.", "max_iterations", 3,
     )  # fmt: skip
-    last = agent.fake.last_request.body
-    assert last["tool_choice"] == "none"
-    assert last["messages"][-1] == {"role": "user", "content": FINAL_ANSWER_PROMPT}
+    last = scripted_agent.model.last_request
+    assert last.tool_choice == "none"
+    assert last.messages[-1] == ChatMessage.user(FINAL_ANSWER_PROMPT)
     # The unexecuted calls of the last turn are not in the conversation: pairing stays valid.
-    assert last["messages"][-2]["role"] == "tool"
+    assert last.messages[-2].role == "tool"
 
 
-async def test_max_iterations_fail_carries_the_partial_result(agent: AgentHarness) -> None:
-    agent.fake.set_handler(
-        lambda body: fake.tool_calls(fake.call("echo", {"text": f"{len(body['messages'])}"}))
+async def test_max_iterations_fail_carries_the_partial_result(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(
+        lambda request: sm.tool_calls(sm.call("echo", {"text": f"{len(request.messages)}"}))
     )
     cause = await failure_of(
-        agent, {"prompt": "x", "tools": ["echo"], "max_iterations": 2, "on_max_iterations": "fail"}
+        scripted_agent,
+        {"prompt": "x", "tools": ["echo"], "max_iterations": 2, "on_max_iterations": "fail"},
     )
     assert cause.type == MAX_ITERATIONS_REACHED
     assert cause.message.startswith("Max iterations (2) reached.")
@@ -134,94 +149,85 @@ async def test_max_iterations_fail_carries_the_partial_result(agent: AgentHarnes
     assert len(partial["steps"]) == 1
 
 
-async def test_final_answer_tool_ends_the_run(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("echo", {"text": "side"}, id="e"),
-            fake.call("final_answer", {"answer": "All done: 7."}, id="f"),
+async def test_final_answer_tool_ends_the_run(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("echo", {"text": "side"}, id="e"),
+            sm.call("final_answer", {"answer": "All done: 7."}, id="f"),
         )
     )
-    result, handle = await agent.run({"prompt": "x", "tools": ["echo", "final_answer"]})
+    result, handle = await scripted_agent.run({"prompt": "x", "tools": ["echo", "final_answer"]})
     assert (result.answer, result.stop_reason) == ("All done: 7.", "stopped_by_tool")
     assert [s.tool for s in result.steps] == ["echo", "final_answer"]
-    assert agent.fake.request_count == 1
+    assert scripted_agent.model.request_count == 1
     assert await activity_types(handle) == ["call_model", "echo", "final_answer"]
 
 
-async def test_reasoning_only_replies_never_become_the_answer(agent: AgentHarness) -> None:
-    agent.fake.set_handler(always(fake.text("", reasoning_content="Let me think about it...")))
-    result, _ = await agent.run({"prompt": "x"})
+async def test_reasoning_only_replies_never_become_the_answer(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(
+        always(sm.text("", reasoning_content="Let me think about it..."))
+    )
+    result, _ = await scripted_agent.run({"prompt": "x"})
     assert (result.answer, result.stop_reason) == (EMPTY_ANSWER_MESSAGE, "empty_answer")
     assert "think" not in result.answer
-    assert agent.fake.request_count == 2
+    assert scripted_agent.model.request_count == 2
 
 
-def estimated(messages: list[dict[str, Any]]) -> int:
-    return sum(
-        estimate_tokens(
-            ChatMessage(
-                role=m["role"],
-                content=m.get("content"),
-                tool_call_id=m.get("tool_call_id"),
-                tool_calls=[
-                    ToolCall(
-                        id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]
-                    )
-                    for c in m.get("tool_calls", [])
-                ],
-            )
-        )
-        for m in messages
-    )
+def estimated(messages: list[ChatMessage]) -> int:
+    return sum(estimate_tokens(m) for m in messages)
 
 
-def assert_paired(messages: list[dict[str, Any]]) -> None:
-    open_ids: list[str] = []
+def assert_paired(messages: list[ChatMessage]) -> None:
+    open_ids: list[str | None] = []
     for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] == open_ids.pop(0)
+        if message.role == "tool":
+            assert message.tool_call_id == open_ids.pop(0)
         else:
             assert not open_ids, f"tool calls without results: {open_ids}"
-            open_ids = [c["id"] for c in message.get("tool_calls", [])]
+            open_ids = [c.id for c in message.tool_calls]
     assert not open_ids
 
 
-async def test_context_is_fitted_and_pairing_kept(agent: AgentHarness) -> None:
+async def test_context_is_fitted_and_pairing_kept(scripted_agent: ScriptedHarness) -> None:
     turns = iter(range(100))
-    agent.fake.set_handler(
-        lambda body: fake.tool_calls(fake.call("big_output", {"chars": 1500 + next(turns)}))
+    scripted_agent.model.set_handler(
+        lambda request: sm.tool_calls(sm.call("big_output", {"chars": 1500 + next(turns)}))
     )
-    result, _ = await agent.run(
+    result, _ = await scripted_agent.run(
         {"prompt": "the prompt", "tools": ["big_output"], "max_iterations": 8,
          "max_context_tokens": 1500, "max_repeated_calls": 50}
     )  # fmt: skip
     assert result.stop_reason == "max_iterations"
-    for request in agent.fake.requests:
-        messages = request["messages"]
-        assert messages[0]["role"] == "system"
-        assert messages[1] == {"role": "user", "content": "the prompt"}
+    for request in scripted_agent.model.requests:
+        messages = request.messages
+        assert messages[0].role == "system"
+        assert messages[1] == ChatMessage.user("the prompt")
         assert_paired(messages)
         assert estimated(messages) <= 1500
-    last = agent.fake.last_request["messages"]
-    assert "earlier messages of this task were left out" in last[2]["content"]
+    last = scripted_agent.model.last_request.messages
+    assert "earlier messages of this task were left out" in (last[2].content or "")
 
 
-async def test_context_can_be_summarised_by_the_model(agent: AgentHarness) -> None:
+async def test_context_can_be_summarised_by_the_model(scripted_agent: ScriptedHarness) -> None:
     turns = iter(range(100))
 
-    def handler(body: dict[str, Any]) -> Any:
-        if body["messages"][0]["content"] == SUMMARY_SYSTEM_PROMPT:
-            return fake.text("SUMMARY: big outputs were fetched.")
-        return fake.tool_calls(fake.call("big_output", {"chars": 1500 + next(turns)}))
+    def handler(request: ModelRequest) -> sm.ReplyLike:
+        if request.messages[0].content == SUMMARY_SYSTEM_PROMPT:
+            return sm.text("SUMMARY: big outputs were fetched.")
+        return sm.tool_calls(sm.call("big_output", {"chars": 1500 + next(turns)}))
 
-    agent.fake.set_handler(handler)
-    result, handle = await agent.run(
+    scripted_agent.model.set_handler(handler)
+    result, handle = await scripted_agent.run(
         {"prompt": "the prompt", "tools": ["big_output"], "max_iterations": 6,
          "max_context_tokens": 1500, "max_repeated_calls": 50, "context_strategy": "summarize"}
     )  # fmt: skip
     assert result.stop_reason == "max_iterations"
-    last = agent.fake.last_request["messages"]
-    assert last[2]["content"].startswith("[Summary of the earlier part of this task]\nSUMMARY:")
+    last = scripted_agent.model.last_request.messages
+    assert (last[2].content or "").startswith(
+        "[Summary of the earlier part of this task]\nSUMMARY:"
+    )
     assert_paired(last)
     assert estimated(last) <= 1500
     history = await handle.fetch_history()
