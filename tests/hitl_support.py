@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from temporalio.client import WorkflowHandle
 
 from contracts.approvals import PendingRequest
+from tests.eventually import eventually
 
 
 async def wait_for_pending(
-    handle: WorkflowHandle[Any, Any], count: int = 1, timeout: float = 15.0
+    handle: WorkflowHandle[Any, Any], count: int = 1, timeout: float = 30.0
 ) -> list[PendingRequest]:
-    """Poll the `pending_approvals` query until `count` requests are pending."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        pending = await handle.query("pending_approvals", result_type=list[PendingRequest])
-        if len(pending) >= count:
-            return pending
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"expected {count} pending requests, have {pending}")
-        await asyncio.sleep(0.05)
+    """Query `pending_approvals` until at least `count` requests are pending; return them."""
+
+    async def pending() -> list[PendingRequest]:
+        found = await handle.query("pending_approvals", result_type=list[PendingRequest])
+        assert len(found) >= count, f"{len(found)} pending, expected {count}: {found}"
+        return found
+
+    return await eventually(pending, timeout=timeout, what=f"{count} pending requests")

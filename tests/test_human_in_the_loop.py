@@ -1,5 +1,7 @@
 """Approvals and questions on a real Temporal server: approve, reject, approve-all, edit,
-mixed parallel calls, predicates, ask_user, refusals, and a worker restart while waiting."""
+mixed parallel calls, predicates, ask_user, refusals, and a worker restart while waiting.
+
+Loop logic, so the worker's model is the scripted in-memory one (no HTTP hop)."""
 
 from __future__ import annotations
 
@@ -14,25 +16,27 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import DECISION_REFUSED, HumanDecision
+from contracts.model_io import ModelRequest
 from loop.approvals import args_digest
-from tests import fake_openai as fake
+from tests import scripted_model as sm
 from tests.agent_test_tools import executions
-from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
+from tests.conftest import FAKE_MODEL, ScriptedHarness, started_workers
 from tests.hitl_support import wait_for_pending
 
 
-def tool_results(body: dict[str, Any]) -> dict[str, str]:
-    return {m["tool_call_id"]: m["content"] for m in body["messages"] if m["role"] == "tool"}
+def tool_results(request: ModelRequest) -> dict[str | None, str | None]:
+    return {m.tool_call_id: m.content for m in request.messages if m.role == "tool"}
 
 
-async def test_approve_runs_the_tool_and_records_who(agent: AgentHarness) -> None:
+async def test_approve_runs_the_tool_and_records_who(scripted_agent: ScriptedHarness) -> None:
     args = {"path": "hello.txt", "content": "hi there", "overwrite": True}
-    agent.fake.enqueue(fake.tool_calls(fake.call("write_file", args, id="w1")), fake.text("done"))
-    handle = await agent.start({"prompt": "write it", "tools": ["write_file"]})
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("write_file", args, id="w1")), sm.text("done")
+    )
+    handle = await scripted_agent.start({"prompt": "write it", "tools": ["write_file"]})
 
     [pending] = await wait_for_pending(handle)
     assert (pending.kind, pending.call_id, pending.tool, pending.args) == (
@@ -45,69 +49,72 @@ async def test_approve_runs_the_tool_and_records_who(agent: AgentHarness) -> Non
     )
     status = await handle.query("status", result_type=AgentStatus)
     assert status.phase == "waiting_for_human"
-    assert not (agent.workspace / "hello.txt").exists()
-    description = await handle.describe()
-    details = description.raw_description.workflow_extended_info  # current details are set
-    assert details is not None
+    assert not (scripted_agent.workspace / "hello.txt").exists()
+    details = (await handle.query("__temporal_workflow_metadata")).current_details
+    assert "waiting for approval" in details and pending.command in details
 
     await handle.signal("approve", {"call_id": "w1", "by": "alice", "comment": "fine"})
     result = await handle.result()
-    assert (agent.workspace / "hello.txt").read_text() == "hi there"
+    assert (scripted_agent.workspace / "hello.txt").read_text() == "hi there"
     [step] = result.steps
     assert step.status == "ok" and step.observation == "wrote 8 bytes to hello.txt"
     assert step.human is not None
     assert (step.human.outcome, step.human.by, step.human.comment) == ("approved", "alice", "fine")
 
 
-async def test_reject_tells_the_model_why_and_does_not_run(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(fake.call("write_file", {"path": "x.txt", "content": "x"}, id="w1")),
-        fake.text("ok, I will not"),
+async def test_reject_tells_the_model_why_and_does_not_run(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("write_file", {"path": "x.txt", "content": "x"}, id="w1")),
+        sm.text("ok, I will not"),
     )
-    handle = await agent.start({"prompt": "write", "tools": ["write_file"]})
+    handle = await scripted_agent.start({"prompt": "write", "tools": ["write_file"]})
     await wait_for_pending(handle)
     await handle.signal("reject", {"call_id": "w1", "reason": "not that file", "by": "bob"})
     result = await handle.result()
 
-    assert not (agent.workspace / "x.txt").exists()
+    assert not (scripted_agent.workspace / "x.txt").exists()
     [step] = result.steps
     assert step.status == "rejected"
     assert step.observation == (
         "Rejected by bob: not that file. The write_file call was not run; "
         "find another way or answer without it."
     )
-    assert tool_results(agent.fake.requests[1].body) == {"w1": step.observation}
+    assert tool_results(scripted_agent.model.requests[1]) == {"w1": step.observation}
     assert step.human is not None and step.human.reason == "not that file"
 
 
-async def test_approve_all_with_star(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
-            fake.call("write_file", {"path": "b.txt", "content": "b"}, id="w2"),
+async def test_approve_all_with_star(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
+            sm.call("write_file", {"path": "b.txt", "content": "b"}, id="w2"),
         ),
-        fake.text("both written"),
+        sm.text("both written"),
     )
-    handle = await agent.start({"prompt": "write two", "tools": ["write_file"]})
+    handle = await scripted_agent.start({"prompt": "write two", "tools": ["write_file"]})
     await wait_for_pending(handle, count=2)
     await handle.signal("approve", {"call_id": "*", "by": "carol"})
     result = await handle.result()
     assert [s.status for s in result.steps] == ["ok", "ok"]
-    assert (agent.workspace / "a.txt").read_text() + (agent.workspace / "b.txt").read_text() == "ab"
+    assert (scripted_agent.workspace / "a.txt").read_text() + (
+        scripted_agent.workspace / "b.txt"
+    ).read_text() == "ab"
     assert all(s.human and s.human.by == "carol" for s in result.steps)
 
 
-async def test_approve_with_edited_arguments(agent: AgentHarness) -> None:
+async def test_approve_with_edited_arguments(scripted_agent: ScriptedHarness) -> None:
     original = {"path": "draft.txt", "content": "rm -rf /", "overwrite": True}
-    agent.fake.enqueue(fake.tool_calls(fake.call("write_file", original, id="w1")), fake.text("ok"))
-    handle = await agent.start({"prompt": "write", "tools": ["write_file"]})
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("write_file", original, id="w1")), sm.text("ok")
+    )
+    handle = await scripted_agent.start({"prompt": "write", "tools": ["write_file"]})
     await wait_for_pending(handle)
     edited = {"path": "safe.txt", "content": "echo hello"}
     await handle.signal("approve", {"call_id": "w1", "args": edited, "by": "dana"})
     result = await handle.result()
 
-    assert not (agent.workspace / "draft.txt").exists()
-    assert (agent.workspace / "safe.txt").read_text() == "echo hello"
+    assert not (scripted_agent.workspace / "draft.txt").exists()
+    assert (scripted_agent.workspace / "safe.txt").read_text() == "echo hello"
     [step] = result.steps
     executed = {"path": "safe.txt", "content": "echo hello", "overwrite": True}
     assert step.args == executed
@@ -115,21 +122,21 @@ async def test_approve_with_edited_arguments(agent: AgentHarness) -> None:
     assert (step.human.outcome, step.human.model_args, step.human.executed_args) == (
         "edited", original, executed,
     )  # fmt: skip
-    told = tool_results(agent.fake.requests[1].body)["w1"]
+    told = tool_results(scripted_agent.model.requests[1])["w1"] or ""
     assert told.startswith("Note: a reviewer changed the arguments")
     assert told.endswith("wrote 10 bytes to safe.txt")
 
 
-async def test_mixed_parallel_calls(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("write_file", {"path": "yes.txt", "content": "y"}, id="yes"),
-            fake.call("write_file", {"path": "no.txt", "content": "n"}, id="no"),
-            fake.call("calculator", {"expression": "6*7"}, id="calc"),
+async def test_mixed_parallel_calls(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("write_file", {"path": "yes.txt", "content": "y"}, id="yes"),
+            sm.call("write_file", {"path": "no.txt", "content": "n"}, id="no"),
+            sm.call("calculator", {"expression": "6*7"}, id="calc"),
         ),
-        fake.text("mixed"),
+        sm.text("mixed"),
     )
-    handle = await agent.start({"prompt": "mixed", "tools": ["write_file", "calculator"]})
+    handle = await scripted_agent.start({"prompt": "mixed", "tools": ["write_file", "calculator"]})
     await wait_for_pending(handle, count=2)
     await handle.signal("approve", {"call_id": "yes"})
     await handle.signal("reject", {"call_id": "no", "reason": "no"})
@@ -138,24 +145,26 @@ async def test_mixed_parallel_calls(agent: AgentHarness) -> None:
     assert [(s.call_id, s.status) for s in result.steps] == [
         ("yes", "ok"), ("no", "rejected"), ("calc", "ok"),
     ]  # fmt: skip
-    assert (agent.workspace / "yes.txt").exists() and not (agent.workspace / "no.txt").exists()
+    assert (scripted_agent.workspace / "yes.txt").exists() and not (
+        scripted_agent.workspace / "no.txt"
+    ).exists()
     # The call that needed no approval ran at once, before anyone decided.
     events = (await handle.fetch_history()).events
     kinds = [e.event_type for e in events]
     first_signal = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED)
     assert EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED in kinds[5:first_signal][2:]
-    assert list(tool_results(agent.fake.requests[1].body)) == ["yes", "no", "calc"]
+    assert list(tool_results(scripted_agent.model.requests[1])) == ["yes", "no", "calc"]
 
 
-async def test_predicate_decides_which_calls_need_approval(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("pay", {"amount": 50, "to": "ann"}, id="small"),
-            fake.call("pay", {"amount": 500, "to": "ben"}, id="big"),
+async def test_predicate_decides_which_calls_need_approval(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("pay", {"amount": 50, "to": "ann"}, id="small"),
+            sm.call("pay", {"amount": 500, "to": "ben"}, id="big"),
         ),
-        fake.text("paid"),
+        sm.text("paid"),
     )
-    handle = await agent.start({"prompt": "pay", "tools": ["pay"]})
+    handle = await scripted_agent.start({"prompt": "pay", "tools": ["pay"]})
     [pending] = await wait_for_pending(handle)
     assert pending.call_id == "big"
     await handle.signal("approve", {"call_id": "big"})
@@ -164,19 +173,19 @@ async def test_predicate_decides_which_calls_need_approval(agent: AgentHarness) 
     assert result.steps[0].human is None and result.steps[1].human is not None
 
 
-async def test_ask_user_round_trip(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(fake.call("ask_user", {"question": "Which colour?"}, id="q1")),
-        fake.text("You like blue."),
+async def test_ask_user_round_trip(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("ask_user", {"question": "Which colour?"}, id="q1")),
+        sm.text("You like blue."),
     )
-    handle = await agent.start({"prompt": "pick my colour", "tools": ["ask_user"]})
+    handle = await scripted_agent.start({"prompt": "pick my colour", "tools": ["ask_user"]})
     [pending] = await wait_for_pending(handle)
     assert (pending.kind, pending.question) == ("question", "Which colour?")
     assert "--name reply" in pending.command
     await handle.signal("reply", {"call_id": "*", "text": "blue", "by": "erin"})
     result = await handle.result()
     assert result.answer == "You like blue."
-    assert tool_results(agent.fake.requests[1].body) == {"q1": "blue"}
+    assert tool_results(scripted_agent.model.requests[1]) == {"q1": "blue"}
     assert result.steps[0].human is not None and result.steps[0].human.reply == "blue"
     # A question is answered in the workflow: no activity was scheduled for it.
     history = await handle.fetch_history()
@@ -188,15 +197,17 @@ async def test_ask_user_round_trip(agent: AgentHarness) -> None:
     assert scheduled == ["call_model", "call_model"]
 
 
-async def test_decide_update_refuses_bad_decisions_without_history(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
-            fake.call("ask_user", {"question": "why?"}, id="q1"),
+async def test_decide_update_refuses_bad_decisions_without_history(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
+            sm.call("ask_user", {"question": "why?"}, id="q1"),
         ),
-        fake.text("done"),
+        sm.text("done"),
     )
-    handle = await agent.start({"prompt": "x", "tools": ["write_file", "ask_user"]})
+    handle = await scripted_agent.start({"prompt": "x", "tools": ["write_file", "ask_user"]})
     await wait_for_pending(handle, count=2)
     events_before = len((await handle.fetch_history()).events)
 
@@ -238,15 +249,15 @@ async def test_decide_update_refuses_bad_decisions_without_history(agent: AgentH
     assert [s.status for s in result.steps] == ["rejected", "ok"]
 
 
-async def test_bad_signals_are_logged_and_ignored(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
-            fake.call("ask_user", {"question": "sure?"}, id="q1"),
+async def test_bad_signals_are_logged_and_ignored(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("write_file", {"path": "a.txt", "content": "a"}, id="w1"),
+            sm.call("ask_user", {"question": "sure?"}, id="q1"),
         ),
-        fake.text("done"),
+        sm.text("done"),
     )
-    handle = await agent.start({"prompt": "x", "tools": ["write_file", "ask_user"]})
+    handle = await scripted_agent.start({"prompt": "x", "tools": ["write_file", "ask_user"]})
     await wait_for_pending(handle, count=2)
     await handle.signal("approve", {"call_id": "unknown"})
     await handle.signal("approve", {"call_id": "q1"})  # an approval aimed at a question
@@ -268,14 +279,12 @@ async def test_bad_signals_are_logged_and_ignored(agent: AgentHarness) -> None:
 
 
 async def test_worker_restart_while_waiting_runs_the_tool_exactly_once(
-    temporal_env: WorkflowEnvironment, fake_model: fake.FakeOpenAIServer, tmp_path: Any
+    temporal_env: WorkflowEnvironment, tmp_path: Any
 ) -> None:
-    fake_model.enqueue(
-        fake.tool_calls(fake.call("side_effect", {"label": "launch"}, id="s1")),
-        fake.text("launched"),
-    )
-    model = OpenAIChatModel(
-        api_key=SECRET_API_KEY, base_url=fake_model.base_url, default_model=FAKE_MODEL
+    model = sm.ScriptedChatModel(default_model=FAKE_MODEL)
+    model.enqueue(
+        sm.tool_calls(sm.call("side_effect", {"label": "launch"}, id="s1")),
+        sm.text("launched"),
     )
     workflow_id = f"restart-{uuid.uuid4()}"
     client = temporal_env.client
@@ -296,6 +305,5 @@ async def test_worker_restart_while_waiting_runs_the_tool_exactly_once(
         queue2 = await started_workers(stack, client, model, tmp_path, task_queue=queue)
         assert queue2 == queue
         result = await handle.result()
-    await model.close()
     assert result.answer == "launched"
     assert executions[f"{workflow_id}/1/s1"] == 1
