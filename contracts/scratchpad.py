@@ -6,7 +6,7 @@ can carry it across continue-as-new.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from contracts.agent_result import ModelCall, ToolStep
 from contracts.messages import ChatMessage
@@ -17,6 +17,8 @@ class RepetitionState(BaseModel):
     """What the run has done so far, by call key (`tool:digest`) and error key (`tool:text`),
     for repeated-action detection (see `loop.repetition`)."""
 
+    model_config = ConfigDict(frozen=True)
+
     calls: dict[str, int] = {}
     last_observation: dict[str, str] = {}
     errors: dict[str, int] = {}
@@ -24,7 +26,12 @@ class RepetitionState(BaseModel):
 
 
 class Scratchpad(BaseModel):
-    """Messages so far, steps, spending, and the loop's counters."""
+    """Messages so far, steps, spending, and the loop's counters.
+
+    Frozen: the loop replaces it with the next one (`loop.progress`), never changes it in place.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     messages: list[ChatMessage]
     steps: list[ToolStep] = []

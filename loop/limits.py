@@ -11,15 +11,6 @@ def max_iterations_message(max_iterations: int) -> str:
     )
 
 
-def may_run_tools(iteration: int, max_iterations: int) -> bool:
-    """Whether tools asked for in `iteration` may run.
-
-    Tools asked for in the last allowed iteration do not run: no model call is left to read
-    their results, so running them would only spend time and cause side effects nobody sees.
-    """
-    return iteration < max_iterations
-
-
 FINAL_ANSWER_PROMPT = (
     "You have reached the maximum number of steps for this task. Do not call any tools. Using "
     "only the information above, give your best final answer now, and say what is still "

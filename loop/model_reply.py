@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
+from contracts.scratchpad import Scratchpad
+from loop.stop import Outcome
 
 EMPTY_REPLY_NUDGE = (
     "Your last reply was empty. Answer the user's request now, or call one of the tools."
@@ -68,3 +70,22 @@ def read_final_answer(reply: ModelReply, already_nudged: bool) -> FinalAnswer | 
     if already_nudged:
         return GiveUp(text=EMPTY_ANSWER_MESSAGE)
     return AskAgain(nudge=ChatMessage.user(EMPTY_REPLY_NUDGE))
+
+
+def read_reply(pad: Scratchpad, reply: ModelReply) -> tuple[Scratchpad, Outcome]:
+    """What a reply means for the loop. Tool calls: a round of tools comes next. Text: the
+    final answer. Empty: the scratchpad gains a nudge (asked once), or the run gives up.
+
+    Seam: a typed-output reader replaces this for runs that must answer with a schema.
+    """
+    if reply.tool_calls:
+        return pad, Outcome()
+    reading = read_final_answer(reply, already_nudged=pad.nudged_empty)
+    if isinstance(reading, AskAgain):
+        nudged = pad.model_copy(
+            update={"messages": [*pad.messages, reading.nudge], "nudged_empty": True}
+        )
+        return nudged, Outcome()
+    if isinstance(reading, GiveUp):
+        return pad, Outcome(gave_up=reading.text)
+    return pad, Outcome(answer=reading.text)

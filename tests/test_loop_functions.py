@@ -18,7 +18,7 @@ from contracts.model_io import ModelReply
 from contracts.usage import TokenUsage
 from loop.conversation import append_round, start_conversation
 from loop.input_validation import InvalidAgentInput, validate_agent_input
-from loop.limits import max_iterations_message, may_run_tools
+from loop.limits import max_iterations_message
 from loop.model_reply import (
     EMPTY_ANSWER_MESSAGE,
     EMPTY_REPLY_NUDGE,
@@ -501,16 +501,6 @@ def test_max_iterations_message_is_n8n_wording() -> None:
         "Max iterations (3) reached. The agent could not complete the task within the allowed "
         "number of iterations."
     )
-
-
-@pytest.mark.parametrize(
-    ("iteration", "max_iterations", "allowed"),
-    [(1, 3, True), (2, 3, True), (3, 3, False), (1, 1, False), (4, 3, False)],
-)
-def test_may_run_tools_only_before_the_last_iteration(
-    iteration: int, max_iterations: int, allowed: bool
-) -> None:
-    assert may_run_tools(iteration, max_iterations) is allowed
 
 
 # --- summaries --------------------------------------------------------------------------------

@@ -70,8 +70,10 @@ async def test_status_follows_every_state(agent: AgentHarness) -> None:
     assert [p.call_id for p in waiting.pending] == ["w"]
     assert waiting.steps == 1 and waiting.recent_steps[0].tool == "slow_tool"
     details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert "waiting for approval: write_file" in details
-    assert "--name approve" in details
+    # Markdown: the call and the command sit in code spans, so the Web UI shows them literally.
+    assert 'waiting for approval: `write_file {"content": "s"' in details
+    command = f"temporal workflow signal --workflow-id {handle.id} --name approve"
+    assert f"`{command} --input '{{\"call_id\": \"w\"}}'`" in details
     await handle.signal("approve", {"call_id": "w"})
     await handle.result()
     done = await status_when(handle, lambda s: s.phase == "done")

@@ -1,0 +1,100 @@
+"""How a run's scratchpad moves forward. The scratchpad is immutable: every function here
+returns the next one, and the workflow keeps only the latest (one owner, one mutation style).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from contracts.agent_input import AgentInput
+from contracts.agent_result import AgentResult, ModelCall, ToolStep
+from contracts.model_io import ModelReply
+from contracts.scratchpad import RepetitionState, Scratchpad
+from loop.continuation import MAX_KEPT_STEPS, compact_steps, keep_recent_steps
+from loop.conversation import append_round, start_conversation
+from loop.stop import Outcome, Stop
+
+
+def first_scratchpad(params: AgentInput) -> Scratchpad:
+    """A new run's scratchpad, or the one a continued run carries."""
+    if params.resume is not None:
+        return params.resume
+    return Scratchpad(
+        messages=start_conversation(params),
+        model=params.model or "",
+        prompt_index=1 + len(params.history),
+    )
+
+
+def next_iteration(pad: Scratchpad) -> Scratchpad:
+    return pad.model_copy(update={"iteration": pad.iteration + 1})
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """A model's reply, the record of the call, and what it cost (with a cost budget)."""
+
+    reply: ModelReply
+    call: ModelCall
+    cost_usd: float | None
+
+
+def with_model_call(pad: Scratchpad, answer: ModelAnswer) -> Scratchpad:
+    """Count a model call's usage and cost; keep its record (the most recent ones)."""
+    cost = answer.cost_usd
+    return pad.model_copy(
+        update={
+            "usage": pad.usage + answer.reply.usage,
+            "model": answer.reply.model,
+            "model_calls": [*pad.model_calls, answer.call][-MAX_KEPT_STEPS:],
+            "cost_usd": pad.cost_usd if cost is None else (pad.cost_usd or 0.0) + cost,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of tool calls after it ran: a step per call (observations final), the
+    repetition state after it, and what it means for stopping."""
+
+    steps: list[ToolStep] = field(default_factory=list)
+    repetition: RepetitionState | None = None
+    stopped_by_tool: str | None = None
+    repeated_tool: str | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        return Outcome(stopped_by_tool=self.stopped_by_tool, repeated_tool=self.repeated_tool)
+
+
+def with_round(pad: Scratchpad, reply: ModelReply, round_: Round) -> Scratchpad:
+    """Append the assistant message and one tool message per call; keep the steps (the most
+    recent ones) and the repetition state. A round refused before anything ran changes
+    nothing."""
+    if not round_.steps:
+        return pad
+    observations = [(step.call_id, step.observation) for step in round_.steps]
+    pad = pad.model_copy(
+        update={
+            "messages": append_round(pad.messages, reply.as_message(), observations),
+            "steps": [*pad.steps, *round_.steps],
+            "repetition": round_.repetition or pad.repetition,
+            "nudged_empty": False,
+        }
+    )
+    return keep_recent_steps(pad)
+
+
+def run_result(pad: Scratchpad, stop: Stop) -> AgentResult:
+    """What a finished run returns: bounded in size however long the run was."""
+    return AgentResult(
+        answer=stop.answer,
+        stop_reason=stop.reason,
+        iterations=pad.iteration,
+        steps=compact_steps(pad.steps),
+        steps_omitted=pad.steps_omitted,
+        model_calls=pad.model_calls[-MAX_KEPT_STEPS:],
+        usage=pad.usage,
+        cost_usd=pad.cost_usd,
+        model=pad.model,
+    )

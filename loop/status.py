@@ -1,0 +1,75 @@
+"""What a run shows while it goes on: the `status` query and the Web UI's current details.
+
+Both are computed from the run's state and its pending human requests when they are needed,
+never kept as a copy that has to be updated in step with the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from contracts.agent_result import StopReason
+from contracts.agent_status import AgentStatus, Phase
+from contracts.approvals import PendingRequest
+from contracts.scratchpad import Scratchpad
+from loop.markdown import code_span
+from loop.summaries import shorten, tool_call_summary
+
+RECENT_STEPS_IN_STATUS = 5
+
+
+def visible_phase(phase: Phase, waiting: bool) -> Phase:
+    """While tools run, the phase is `waiting_for_human` exactly when a call waits for a
+    person."""
+    if phase in ("running_tools", "waiting_for_human"):
+        return "waiting_for_human" if waiting else "running_tools"
+    return phase
+
+
+def run_status(
+    pad: Scratchpad,
+    *,
+    phase: Phase,
+    max_iterations: int,
+    stop_reason: StopReason | None,
+    pending: Sequence[PendingRequest],
+) -> AgentStatus:
+    """A snapshot of the run."""
+    return AgentStatus(
+        phase=visible_phase(phase, bool(pending)),
+        iteration=pad.iteration,
+        max_iterations=max_iterations,
+        model=pad.model or None,
+        usage=pad.usage,
+        steps=len(pad.steps) + pad.steps_omitted,
+        recent_steps=pad.steps[-RECENT_STEPS_IN_STATUS:],
+        stop_reason=stop_reason,
+        pending=list(pending),
+    )
+
+
+def current_details(status: AgentStatus) -> str:
+    """Markdown for the Web UI (and `temporal workflow describe`): where the run is and, for
+    every call waiting for a person, the command that answers it, in a code span so it renders
+    literally and pastes into a shell."""
+    if status.phase == "done":
+        return (
+            f"done ({status.stop_reason}) after {status.iteration} turns · "
+            f"{status.usage.total_tokens} tokens"
+        )
+    if status.phase == "cancelled":
+        return (
+            f"cancelled at turn {status.iteration} after {status.steps} tool calls · "
+            f"{status.usage.total_tokens} tokens"
+        )
+    lines = [
+        f"turn {status.iteration}/{status.max_iterations}: {status.phase.replace('_', ' ')}"
+        f" · {status.usage.total_tokens} tokens · {status.steps} tool calls"
+    ]
+    for request in status.pending:
+        if request.kind == "question":
+            what = f"an answer: {shorten(request.question or '', 200)}"
+        else:
+            what = f"approval: {code_span(f'{request.tool} {tool_call_summary(request.args)}')}"
+        lines.append(f"waiting for {what}\n\n{code_span(request.command)}")
+    return "\n\n".join(lines)

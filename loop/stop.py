@@ -1,0 +1,84 @@
+"""Whether the run stops now, and with what answer (n8n's checkMaxIterations, grown up).
+
+One pure decision, asked at two points of every iteration: after the model's reply has been
+read, and after a round of tools has run. It covers, in this order of precedence:
+
+1. a final answer (returned even when a budget is passed: the work is done);
+2. an empty answer after the nudge (`empty_answer`);
+3. a tool that ended the run (`stopped_by_tool`: `final_answer`, or a tool returning `StopRun`);
+4. a model that kept repeating a call or an error after it was warned (`repeated_calls`);
+5. a token or cost budget used up (`token_budget`, `cost_budget`);
+6. the last allowed iteration reached without an answer (`max_iterations`): tools asked for in
+   it do not run, since no model call is left to read their results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contracts.agent_input import AgentInput
+from contracts.agent_result import StopReason
+from contracts.scratchpad import Scratchpad
+from loop.budgets import budget_exceeded, budget_message
+from loop.limits import max_iterations_message
+from loop.repetition import repeated_calls_message
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The limits a run was started with (from `AgentInput`)."""
+
+    max_iterations: int
+    max_total_tokens: int | None = None
+    max_usd: float | None = None
+
+    @classmethod
+    def of(cls, params: AgentInput) -> Limits:
+        return cls(
+            max_iterations=params.max_iterations,
+            max_total_tokens=params.max_total_tokens,
+            max_usd=params.cost_budget.max_usd if params.cost_budget else None,
+        )
+
+
+@dataclass(frozen=True)
+class Stop:
+    """The run ends: why, and the answer it returns."""
+
+    reason: StopReason
+    answer: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the latest step of the loop produced, as far as stopping is concerned."""
+
+    answer: str | None = None
+    """Text of a final answer."""
+    gave_up: str | None = None
+    """The model answered empty again after the nudge; this is the text to return."""
+    stopped_by_tool: str | None = None
+    """Answer of a tool that ended the run."""
+    repeated_tool: str | None = None
+    """Tool the model kept repeating after the warning."""
+
+
+def decide_stop(pad: Scratchpad, limits: Limits, outcome: Outcome) -> Stop | None:
+    """The stop reason and answer, or None to go on (see the module docstring for the order)."""
+    if outcome.answer is not None:
+        return Stop("completed", outcome.answer)
+    if outcome.gave_up is not None:
+        return Stop("empty_answer", outcome.gave_up)
+    if outcome.stopped_by_tool is not None:
+        return Stop("stopped_by_tool", outcome.stopped_by_tool)
+    if outcome.repeated_tool is not None:
+        return Stop("repeated_calls", repeated_calls_message(outcome.repeated_tool))
+    budget = budget_exceeded(pad.usage, pad.cost_usd, limits.max_total_tokens, limits.max_usd)
+    if budget is not None:
+        limit = (
+            float(limits.max_total_tokens or 0) if budget == "token_budget" else limits.max_usd or 0
+        )
+        return Stop(budget, budget_message(budget, pad.usage, pad.cost_usd, limit))
+    if pad.iteration >= limits.max_iterations:
+        return Stop("max_iterations", max_iterations_message(limits.max_iterations))
+    return None

@@ -1,0 +1,205 @@
+"""`ModelGateway`: the one way an agent run talks to models.
+
+It owns what is the same for every model call: the `call_model` activity's options (in
+Temporal's own types), the context transfer (only the messages added since the run's previous
+call, with one full resend when the worker's context cache misses), mapping a failed activity to
+a run failure, and counting what each call cost. It returns answers; the workflow records them.
+
+Seam for fallback models: `_call` is where a list of models would be tried in order.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    TimeoutError,
+    is_cancelled_exception,
+)
+from temporalio.workflow import ActivityCancellationType, ActivityConfig
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.agent_input import AgentInput
+    from contracts.agent_result import ModelCall
+    from contracts.errors import MODEL_CALL_FAILED, MODEL_REQUEST_REJECTED, NO_PRICE_FOR_MODEL
+    from contracts.messages import ChatMessage
+    from contracts.model_io import (
+        CALL_MODEL_ACTIVITY,
+        ContextDelta,
+        ModelReply,
+        ModelRequest,
+        ToolSchema,
+    )
+    from contracts.scratchpad import Scratchpad
+    from loop.budgets import NoPrice, cost_of, price_for
+    from loop.context_plan import SummaryDue, plan_context
+    from loop.context_window import context_messages
+    from loop.model_reply import normalize_reply
+    from loop.progress import ModelAnswer
+    from loop.summaries import model_call_summary
+    from workflows.run_log import RunLog, ms_since
+
+MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+Purpose = Literal["turn", "final_answer", "summary"]
+
+
+def model_activity_config(params: AgentInput) -> ActivityConfig:
+    """Options of every `call_model` activity of a run: Temporal owns the retries (the
+    `openai` client makes none); a request the provider rejects is not retried."""
+    return ActivityConfig(
+        start_to_close_timeout=timedelta(seconds=params.model_timeout_seconds),
+        heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
+        retry_policy=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=60),
+            maximum_attempts=params.model_max_attempts,
+            non_retryable_error_types=[MODEL_REQUEST_REJECTED],
+        ),
+        cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    )
+
+
+def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
+    """`answer`, which a full resend always gives (a cache miss needs a delta to miss)."""
+    if answer is None:
+        raise ApplicationError(
+            f"model call failed at turn {turn}: the worker's context cache missed a full resend",
+            type=MODEL_CALL_FAILED,
+            non_retryable=True,
+        )
+    return answer
+
+
+class ModelGateway:
+    """Calls the model for one run (one instance per workflow run)."""
+
+    def __init__(self, params: AgentInput, log: RunLog):
+        self._params = params
+        self._config = model_activity_config(params)
+        self._log = log
+        self._sent_messages = 0
+        """How many of the run's messages the worker's context cache holds (this run only: the
+        cache is keyed by run id, so a continued run starts from 0)."""
+
+    async def ask(
+        self,
+        pad: Scratchpad,
+        tools: list[ToolSchema],
+        *,
+        purpose: Literal["turn", "final_answer"] = "turn",
+        extra: list[ChatMessage] | None = None,
+    ) -> ModelAnswer:
+        """One conversation turn: send the fitted context (as a delta unless the run asked for
+        `context_transfer: full`) and return the reply with every tool call given a usable id.
+        A final-answer call offers no tools and keeps no tool calls."""
+        params = self._params
+        fit = plan_context(pad, params.max_context_tokens, params.context_strategy == "summarize")
+        request = ModelRequest(
+            model=params.model,
+            tools=tools,
+            tool_choice="none" if purpose == "final_answer" and tools else None,
+            turn=pad.iteration,
+            purpose=purpose,
+        )
+        if params.context_transfer == "full":
+            messages = context_messages(
+                pad.messages, fit, pad.summary, prompt_index=pad.prompt_index
+            )
+            answer = await self._call(
+                request.model_copy(update={"messages": [*messages, *(extra or [])]})
+            )
+        else:
+            delta = ContextDelta(
+                key=f"{workflow.info().workflow_id}/{workflow.info().run_id}",
+                base_length=self._sent_messages,
+                new_messages=pad.messages[self._sent_messages :],
+                prompt_index=pad.prompt_index,
+                kept_from=fit.kept_from,
+                dropped=fit.dropped,
+                summary=pad.summary,
+                extra=extra or [],
+            )
+            answer = await self._call(request.model_copy(update={"context": delta}))
+            if answer is None:  # the worker does not hold this run's conversation: send it all
+                delta = delta.model_copy(update={"base_length": 0, "new_messages": pad.messages})
+                answer = await self._call(request.model_copy(update={"context": delta}))
+            self._sent_messages = len(pad.messages)
+        answer = answered(answer, pad.iteration)
+        reply = normalize_reply(answer.reply, pad.iteration)
+        if purpose == "final_answer":
+            reply = reply.model_copy(update={"tool_calls": []})
+        return ModelAnswer(reply, answer.call, answer.cost_usd)
+
+    async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:
+        """Fold the messages about to leave the window into the running summary."""
+        request = ModelRequest(
+            model=self._params.model, messages=due.request, turn=pad.iteration, purpose="summary"
+        )
+        return answered(await self._call(request), pad.iteration)
+
+    async def _call(self, request: ModelRequest) -> ModelAnswer | None:
+        """Run the `call_model` activity; None when the worker's context cache missed."""
+        started = workflow.now()
+        config: ActivityConfig = {
+            **self._config,
+            "summary": model_call_summary(self._params.model, request.turn, request.purpose),
+        }
+        try:
+            reply = await workflow.execute_activity(
+                CALL_MODEL_ACTIVITY, request, result_type=ModelReply, **config
+            )
+        except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
+            cause = error.cause
+            detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
+            raise ApplicationError(
+                f"model call failed at turn {request.turn}: {detail}",
+                type=MODEL_CALL_FAILED,
+                non_retryable=True,
+            ) from error
+        if reply.context_cache_miss:
+            return None
+        self._log(
+            "model %s answered turn %d (%s): %d tool calls, %d tokens",
+            reply.model,
+            request.turn,
+            request.purpose,
+            len(reply.tool_calls),
+            reply.usage.total_tokens,
+            model=reply.model,
+            purpose=request.purpose,
+            latency_ms=ms_since(started),
+            tokens=reply.usage.total_tokens,
+            tool_calls=len(reply.tool_calls),
+            finish_reason=reply.finish_reason,
+        )
+        call = ModelCall(
+            turn=request.turn,
+            purpose=request.purpose,
+            model=reply.model,
+            usage=reply.usage,
+            tool_calls=len(reply.tool_calls),
+            finish_reason=reply.finish_reason,
+            started_at=started,
+            finished_at=workflow.now(),
+        )
+        return ModelAnswer(reply, call, self._cost(reply))
+
+    def _cost(self, reply: ModelReply) -> float | None:
+        """What the reply cost at the run's prices; a model without a price fails the run."""
+        budget = self._params.cost_budget
+        if budget is None:
+            return None
+        try:
+            return cost_of(reply.usage, price_for(reply.model, budget.prices))
+        except NoPrice as error:
+            raise ApplicationError(
+                str(error), type=NO_PRICE_FOR_MODEL, non_retryable=True
+            ) from None

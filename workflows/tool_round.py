@@ -1,0 +1,263 @@
+"""`ToolRound`: one round of the tool calls a model asked for, as the engine runs it (n8n's
+EngineRequest: the agent never runs tools itself).
+
+screen → run → observe. Calls are validated and screened for repeats (pure `loop` functions);
+the ones that may run go out at once, in parallel, each as the tool's own activity, while calls
+that need a person wait in `HumanGate`; then errors are screened for repeats and every call
+gets its step. The workflow records the round.
+
+Seams: `_execute` is where a tool whose activity is a child workflow (a sub-agent) or a call to
+an outside (MCP) server would be dispatched; `tools` is the run's tool set, to which tools
+listed from outside servers would be added.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    RetryState,
+    TimeoutError,
+    TimeoutType,
+    is_cancelled_exception,
+)
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.agent_input import AgentInput
+    from contracts.agent_result import StepStatus, ToolStep
+    from contracts.approvals import HumanDecision, PendingRequest
+    from contracts.errors import HUMAN_WAIT_TIMED_OUT, TOOL_ERROR, TOOL_FAILED_RUN
+    from contracts.messages import ToolCall
+    from contracts.model_io import ModelReply
+    from contracts.scratchpad import Scratchpad
+    from contracts.tool_io import ToolInvocation, ToolOutput
+    from loop import approvals
+    from loop.observations import ToolFailure, failure_observation
+    from loop.progress import Round
+    from loop.repetition import observe_round, screen_round
+    from loop.summaries import tool_call_summary
+    from loop.tool_requests import PlannedCall, RefusedCall, plan_tool_calls
+    from tools.definition import Tool
+    from workflows.human_gate import HumanGate
+    from workflows.run_log import RunLog, ms_since
+
+
+def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
+    """Read a failed tool activity into plain terms for the observation."""
+    cause = error.cause
+    if isinstance(cause, TimeoutError):
+        seconds = (
+            item.options.heartbeat_seconds
+            if cause.type == TimeoutType.HEARTBEAT
+            else item.options.timeout_seconds
+        )
+        return ToolFailure("timeout", cause.message, timeout_seconds=seconds)
+    message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+    if isinstance(cause, ApplicationError) and cause.type == TOOL_ERROR:
+        return ToolFailure("tool_error", message)
+    if error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+        return ToolFailure("retries_exhausted", message, attempts=item.options.retry.max_attempts)
+    return ToolFailure("tool_error", message)
+
+
+class ToolRound:
+    """Runs rounds of tool calls for one run."""
+
+    def __init__(self, params: AgentInput, tools: Sequence[Tool], gate: HumanGate, log: RunLog):
+        self._params = params
+        self._tools = {item.name: item for item in tools}
+        self._arg_models = {name: item.args_model for name, item in self._tools.items()}
+        self._gate = gate
+        self._log = log
+
+    async def run(self, pad: Scratchpad, reply: ModelReply) -> Round:
+        """Screen, run and observe the calls of `reply`; a repeat after a warning stops the
+        round before anything runs."""
+        max_repeats = self._params.max_repeated_calls
+        screened = screen_round(
+            pad.repetition, plan_tool_calls(reply.tool_calls, self._arg_models), max_repeats
+        )
+        if screened.stop_tool:
+            return Round(repeated_tool=screened.stop_tool)
+        outcomes = await asyncio.gather(
+            *(self._run_call(planned, pad.iteration) for planned in screened.calls)
+        )
+        observed = observe_round(
+            screened.state,
+            screened.calls,
+            [(step.observation, step.status == "error") for step, _ in outcomes],
+            max_repeats,
+        )
+        steps = [
+            step.model_copy(update={"observation": text})
+            for (step, _), text in zip(outcomes, observed.observations, strict=True)
+        ]
+        stopping = [step.observation for step, stop_run in outcomes if stop_run]
+        return Round(
+            steps=steps,
+            repetition=observed.state,
+            stopped_by_tool=stopping[0] if stopping else None,
+            repeated_tool=observed.stop_tool,
+        )
+
+    async def _run_call(self, planned: PlannedCall, iteration: int) -> tuple[ToolStep, bool]:
+        """One call: refused, answered by a person, or run (perhaps after approval). Returns
+        its step and whether the tool asked to end the run."""
+        started = workflow.now()
+        call = planned.call
+
+        def step(
+            observation: str,
+            status: StepStatus,
+            args: dict[str, Any] | None,
+            human: HumanDecision | None = None,
+        ) -> ToolStep:
+            return ToolStep(
+                iteration=iteration,
+                call_id=call.id,
+                tool=call.name,
+                raw_arguments=call.arguments,
+                args=args,
+                observation=observation,
+                status=status,
+                started_at=started,
+                finished_at=workflow.now(),
+                human=human,
+            )
+
+        if isinstance(planned, RefusedCall):
+            self._log(
+                "tool call %s refused: %s",
+                call.id,
+                planned.observation,
+                tool=call.name,
+                call_id=call.id,
+                outcome="refused",
+            )
+            return step(planned.observation, "error", None), False
+        item = self._tools[call.name]
+        args = planned.args
+        human: HumanDecision | None = None
+        if item.asks_user or approvals.needs_approval(item, args):
+            request, human = await self._wait_for_person(item, call, args)
+            if not approvals.should_run(human):
+                status: StepStatus = (
+                    "rejected"
+                    if human.outcome == "rejected"
+                    else "error"
+                    if human.outcome == "timed_out" and human.timeout_action != "approve"
+                    else "ok"
+                )
+                return step(approvals.decision_observation(request, human), status, args, human), (
+                    False
+                )
+            args = human.executed_args or args
+        observation, status, stop_run = await self._execute(item, call, args, iteration)
+        note = approvals.edited_note(human) if human else None
+        text = f"{note}\n{observation}" if note else observation
+        return step(text, status, args, human), stop_run
+
+    async def _wait_for_person(
+        self, item: Tool, call: ToolCall, args: dict[str, Any]
+    ) -> tuple[PendingRequest, HumanDecision]:
+        seconds, action = approvals.wait_limits(
+            item, self._params.approval_timeout_seconds, self._params.approval_timeout_action
+        )
+        request = approvals.open_request(
+            kind="question" if item.asks_user else "approval",
+            workflow_id=workflow.info().workflow_id,
+            call_id=call.id,
+            tool=item.name,
+            args=args,
+            now=workflow.now(),
+            timeout_seconds=seconds,
+            on_timeout=action,
+        )
+        self._log(
+            "%s %s waits for a person: %s",
+            item.name,
+            call.id,
+            request.command,
+            tool=item.name,
+            call_id=call.id,
+            outcome="waiting",
+        )
+        decision = await self._gate.wait(request)
+        if decision.outcome == "timed_out" and decision.timeout_action == "fail":
+            raise ApplicationError(
+                f"{request.kind} for {item.name} ({call.id}) timed out after "
+                f"{approvals.waited_seconds(request):g}s and the timeout action is 'fail'",
+                type=HUMAN_WAIT_TIMED_OUT,
+                non_retryable=True,
+            )
+        return request, decision
+
+    async def _execute(
+        self, item: Tool, call: ToolCall, args: dict[str, Any], iteration: int
+    ) -> tuple[str, StepStatus, bool]:
+        """Run the tool's activity: (observation, status, stop_run). A failure becomes an
+        `Error: ...` observation unless the tool is set to stop the run."""
+        options = item.options
+        started = workflow.now()
+        invocation = ToolInvocation(
+            call_id=call.id,
+            tool=item.name,
+            args=args,
+            idempotency_key=f"{workflow.info().workflow_id}/{iteration}/{call.id}",
+            max_output_chars=self._params.max_observation_chars,
+        )
+        try:
+            output = await workflow.execute_activity(
+                item.name,
+                invocation,
+                result_type=ToolOutput,
+                start_to_close_timeout=timedelta(seconds=options.timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=options.heartbeat_seconds),
+                retry_policy=RetryPolicy(
+                    initial_interval=timedelta(seconds=options.retry.initial_interval_seconds),
+                    backoff_coefficient=options.retry.backoff_coefficient,
+                    maximum_interval=timedelta(seconds=options.retry.max_interval_seconds),
+                    maximum_attempts=options.retry.max_attempts,
+                    non_retryable_error_types=[TOOL_ERROR],
+                ),
+                task_queue=options.task_queue,
+                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                summary=tool_call_summary(args),
+            )
+        except ActivityError as error:
+            if is_cancelled_exception(error):
+                raise
+            observation = failure_observation(tool_failure(error, item))
+            if options.on_error == "stop":
+                raise ApplicationError(
+                    f"tool {item.name} failed and is set to stop the run: {observation}",
+                    type=TOOL_FAILED_RUN,
+                    non_retryable=True,
+                ) from error
+            self._log_tool(item, call, "error", started)
+            return observation, "error", False
+        self._log_tool(item, call, "ok", started, truncated=output.truncated)
+        return output.content, "ok", output.stop_run
+
+    def _log_tool(
+        self, item: Tool, call: ToolCall, outcome: str, started: datetime, **fields: Any
+    ) -> None:
+        self._log(
+            "tool %s call %s: %s",
+            item.name,
+            call.id,
+            outcome,
+            tool=item.name,
+            call_id=call.id,
+            outcome=outcome,
+            latency_ms=ms_since(started),
+            **fields,
+        )
