@@ -18,6 +18,7 @@ import re
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply, ModelRequest
 from contracts.usage import TokenUsage
+from loop.tokens import estimate_messages_tokens, estimate_tokens
 
 DEMO_MODEL_NAME = "demo-offline"
 
@@ -48,10 +49,6 @@ def find_expression(prompt: str) -> str | None:
     expression = match.group(0).strip().replace("×", "*").replace("÷", "/").replace("^", "**")
     expression = re.sub(r"(?<=\d)\s*x\s*(?=\d)", " * ", expression)
     return expression if any(op in expression for op in "+-*/%") else None
-
-
-def _estimate_tokens(messages: list[ChatMessage]) -> int:
-    return sum(len(m.content or "") for m in messages) // 4 + 1
 
 
 class DemoChatModel:
@@ -125,8 +122,11 @@ class DemoChatModel:
     ) -> ModelReply:
         turn = sum(1 for m in messages if m.role == "assistant") + 1
         calls = [call.model_copy(update={"id": f"demo_call_{turn}"})] if call else []
-        prompt_tokens = _estimate_tokens(messages)
-        completion_tokens = len(content or "") // 4 + (10 if call else 1)
+        # Usage is the estimate the workflow's context fitting uses, so the figures agree.
+        prompt_tokens = estimate_messages_tokens(messages)
+        completion_tokens = estimate_tokens(
+            ChatMessage(role="assistant", content=content, tool_calls=calls)
+        )
         return ModelReply(
             model=DEMO_MODEL_NAME,
             content=content,

@@ -131,9 +131,7 @@ def _cell(value: Any) -> str:
 
 def run_details(payload: dict[str, Any], by: str | None) -> str:
     """The run's static details for the Web UI: the prompt and the settings, in Markdown."""
-    prompt = payload["prompt"]
-    if len(prompt) > DETAILS_PROMPT_CHARS:
-        prompt = prompt[: DETAILS_PROMPT_CHARS - 1] + "…"
+    prompt = render.shorten(payload["prompt"], DETAILS_PROMPT_CHARS, one_line=False)
     rows = [
         ("model", payload.get("model") or "worker default"),
         ("tools", ", ".join(payload["tools"]) if "tools" in payload else "all registered"),

@@ -15,16 +15,11 @@ from contracts.agent_result import AgentResult, ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.usage import TokenUsage
+from loop.summaries import shorten
 
 MARKERS = {"ok": "✓", "error": "✗", "rejected": "⊘"}
 ARGS_CHARS = 80
 OBSERVATION_CHARS = 100
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def short_args(args: Mapping[str, Any] | None, raw: str = "", limit: int = ARGS_CHARS) -> str:

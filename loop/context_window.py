@@ -6,9 +6,9 @@ model for). An assistant message with tool calls and the tool messages that answ
 unit that is kept or dropped whole: providers reject a tool call without its result and a
 result without its call.
 
-Token counts are a deterministic estimate, not a tokenizer: this runs inside the workflow, where
-every worker must reach the same decision on replay, and a tokenizer's data files (tiktoken
-loads or downloads them) would make the decision depend on the machine.
+Token counts are `loop.tokens`' deterministic estimate, not a tokenizer (this runs inside the
+workflow, where every worker must reach the same decision on replay); its names are importable
+from here too (`estimate_text_tokens`, `estimate_tokens`).
 """
 
 from __future__ import annotations
@@ -17,24 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from contracts.messages import ChatMessage
-
-MESSAGE_OVERHEAD_TOKENS = 4
-
-
-def estimate_text_tokens(text: str) -> int:
-    """About 4 ASCII characters per token, 1 token per other character (CJK, emoji, ...)."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
-    return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
-
-
-def estimate_tokens(message: ChatMessage) -> int:
-    """Estimated tokens of one message, tool calls and reasoning included."""
-    total = MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(message.content or "")
-    for call in message.tool_calls:
-        total += MESSAGE_OVERHEAD_TOKENS + estimate_text_tokens(call.name + call.arguments)
-    if message.reasoning_content:
-        total += estimate_text_tokens(message.reasoning_content)
-    return total
+from loop.summaries import shorten
+from loop.tokens import estimate_text_tokens, estimate_tokens
 
 
 def group_units(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
@@ -183,13 +167,4 @@ def summary_request(
 
 def clip_to_tokens(text: str, max_tokens: int) -> str:
     """The longest prefix of `text` whose estimate is at most `max_tokens`."""
-    if estimate_text_tokens(text) <= max_tokens:
-        return text
-    low, high = 0, len(text)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if estimate_text_tokens(text[:middle]) <= max_tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low]
+    return shorten(text, max_tokens, one_line=False, marker="", size=estimate_text_tokens)

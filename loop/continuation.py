@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from contracts.agent_result import ToolStep
 from contracts.scratchpad import RepetitionState, Scratchpad
 from loop.context_window import fit_context
+from loop.summaries import shorten
 
 STEP_OBSERVATIONS_BUDGET_CHARS = 200_000
 SHORTENED_OBSERVATION_CHARS = 300
@@ -33,7 +34,12 @@ def compact_steps(
         if total <= budget_chars:
             break
         if len(step.observation) > SHORTENED_OBSERVATION_CHARS:
-            short = step.observation[:SHORTENED_OBSERVATION_CHARS] + SHORTENED_MARKER
+            short = shorten(
+                step.observation,
+                SHORTENED_OBSERVATION_CHARS + len(SHORTENED_MARKER),
+                one_line=False,
+                marker=SHORTENED_MARKER,
+            )
             total -= len(step.observation) - len(short)
             result[index] = step.model_copy(update={"observation": short})
     return result

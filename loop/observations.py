@@ -5,16 +5,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from loop.summaries import shorten
+
 TRUNCATION_MARKER = "\n[... output truncated: showed {shown} of {total} characters ...]"
 
 
 def truncate_observation(text: str, max_chars: int) -> tuple[str, bool]:
-    """Cut `text` to at most `max_chars` characters, marker included; say whether it was cut."""
+    """Cut `text` to at most `max_chars` characters, marker included; say whether it was cut.
+
+    The marker tells the model how much it sees; room for it is reserved at its widest (the
+    count of characters shown has at most as many digits as `max_chars`).
+    """
     if len(text) <= max_chars:
         return text, False
-    marker = TRUNCATION_MARKER.format(shown="{shown}", total=len(text))
-    keep = max(0, max_chars - len(marker.format(shown=max_chars)))
-    return text[:keep] + marker.format(shown=keep), True
+    widest = TRUNCATION_MARKER.format(shown=max_chars, total=len(text))
+    keep = max(0, max_chars - len(widest))
+    marker = TRUNCATION_MARKER.format(shown=keep, total=len(text))
+    return shorten(text, keep + len(marker), one_line=False, marker=marker), True
 
 
 FailureKind = Literal["tool_error", "timeout", "retries_exhausted"]

@@ -41,11 +41,6 @@ def recent(entries: dict[str, T], keep: int = REMEMBERED_KEYS) -> dict[str, T]:
     return dict(list(entries.items())[-keep:]) if len(entries) > keep else entries
 
 
-def clip(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, ending in `…` when it was cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def touch(entries: dict[str, T], key: str, value: T) -> None:
     """Set `key` and make it the most recent entry."""
     entries.pop(key, None)
@@ -130,7 +125,11 @@ def observe_round(
     stop_tool: str | None = None
     for item, (observation, is_error) in zip(planned, outcomes, strict=True):
         if isinstance(item, ToolRequest):
-            touch(last, call_key(item), clip(observation, REMEMBERED_OBSERVATION_CHARS))
+            touch(
+                last,
+                call_key(item),
+                shorten(observation, REMEMBERED_OBSERVATION_CHARS, one_line=False),
+            )
         if not is_error or (isinstance(item, RefusedCall) and "Do not repeat it" in observation):
             observations.append(observation)
             continue

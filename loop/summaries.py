@@ -1,17 +1,57 @@
-"""Short one-line summaries shown beside each activity in the Temporal Web UI."""
+"""Short one-line summaries shown beside each activity in the Temporal Web UI, and `shorten`,
+the one helper that cuts text to a limit everywhere (summaries, the CLI, tool observations,
+carried steps, repetition quotes, context summaries)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 SUMMARY_MAX_CHARS = 100
+ELLIPSIS = "…"
 
 
-def shorten(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+def shorten(
+    text: str,
+    limit: int = SUMMARY_MAX_CHARS,
+    *,
+    one_line: bool = True,
+    marker: str = ELLIPSIS,
+    size: Callable[[str], int] = len,
+) -> str:
+    """`text` cut to at most `limit`, `marker` included, when it is longer.
+
+    - `one_line`: runs of whitespace (newlines included) first become one space, and the ends
+      are stripped; `False` keeps the text's own lines and spacing.
+    - `marker`: appended when the text was cut (`""`: a plain cut).
+    - `size`: how text is measured: characters by default, or e.g.
+      `loop.tokens.estimate_text_tokens` (the cut is then the longest prefix that fits).
+
+    A `limit` smaller than the marker itself gives the marker alone.
+    """
+    if one_line:
+        text = " ".join(text.split())
+    if size(text) <= limit:
+        return text
+    return text[: _longest_prefix(text, limit - size(marker), size)] + marker
+
+
+def _longest_prefix(text: str, room: int, size: Callable[[str], int]) -> int:
+    """The length of the longest prefix of `text` whose size is at most `room` (`size` grows
+    with the prefix; `text` itself is larger than `room`)."""
+    if room <= 0:
+        return 0
+    if size is len:
+        return room
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(text[:middle]) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def model_call_summary(model: str | None, turn: int, purpose: str = "turn") -> str:

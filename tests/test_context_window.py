@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from contracts.messages import ChatMessage, ToolCall
 from loop.context_window import (
-    MESSAGE_OVERHEAD_TOKENS,
     NOTE_RESERVE_TOKENS,
     SUMMARY_SYSTEM_PROMPT,
     ContextFit,
@@ -26,6 +25,7 @@ from loop.context_window import (
     summary_note,
     summary_request,
 )
+from loop.tokens import MESSAGE_OVERHEAD_TOKENS
 
 NOTE_PREFIX = "[Context note:"
 
