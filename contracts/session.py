@@ -20,12 +20,18 @@ MemoryMode = Literal["answers", "answers_and_tools"]
 
 
 class MemoryTurn(BaseModel):
-    """One remembered exchange: what the user said and what the agent answered."""
+    """One remembered exchange: what the user said and what the agent answered.
+
+    `incomplete` says why a turn ended without an answer (it stopped at a limit, or failed);
+    its `answer` is then empty, and the next turns read a note that the request did not
+    complete instead of the stop text.
+    """
 
     turn: int
     user: str
     answer: str
     tools_note: str | None = None
+    incomplete: str | None = None
 
 
 class QueuedMessage(BaseModel):

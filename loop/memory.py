@@ -1,18 +1,64 @@
 """Conversation memory of a session: which earlier turns the next turn sees, and how.
 
-As n8n does, a turn is remembered only once it has a final answer: its question and answer,
-optionally with a compact note of the tools it used.
+As n8n does, a turn's question and answer are remembered once it has a final answer, optionally
+with a compact note of the tools it used. A turn that ended without one (it stopped at a limit,
+or failed) is remembered as the question and a note saying the request did not complete and
+why, never as if the assistant had answered with its stop text ("Max iterations (10)
+reached...") or an error: the user may refer back to it ("try that again"), and the model must
+not take the stop text for something it said.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contracts.agent_result import ToolStep
+from contracts.agent_input import AgentSettings
+from contracts.agent_result import StopReason, ToolStep
 from contracts.messages import ChatMessage
-from contracts.session import MemoryMode, MemoryTurn
-from loop.context_window import estimate_text_tokens
+from contracts.session import MemoryMode, MemoryTurn, TurnReport
+from loop.limits import max_iterations_message
 from loop.summaries import shorten, tool_call_summary
+from loop.tokens import estimate_messages_tokens
+
+ANSWERED: frozenset[StopReason] = frozenset({"completed", "stopped_by_tool"})
+"""Stop reasons whose answer is the agent's answer."""
+
+LIMIT_REASONS: dict[StopReason, str] = {
+    "max_iterations": "it reached its limit of model calls (max_iterations)",
+    "token_budget": "it used up its token budget (max_total_tokens)",
+    "cost_budget": "it used up its cost budget (cost_budget)",
+    "repeated_calls": "it kept repeating the same tool call and was stopped (max_repeated_calls)",
+    "empty_answer": "the model gave an empty reply",
+}
+ERROR_CHARS = 300
+
+
+def incomplete_reason(report: TurnReport, settings: AgentSettings) -> str | None:
+    """Why the turn ended without an answer, or None when it has one.
+
+    A run stopped at `max_iterations` with `on_max_iterations: final_answer` has an answer when
+    the model gave one (its best answer, asked for without tools), not the stop text.
+    """
+    if report.error is not None:
+        return f"it failed: {shorten(report.error, ERROR_CHARS)}"
+    reason = report.stop_reason
+    if reason in ANSWERED:
+        return None
+    if (
+        reason == "max_iterations"
+        and settings.on_max_iterations == "final_answer"
+        and report.answer.strip()
+        and report.answer != max_iterations_message(settings.max_iterations)
+    ):
+        return None
+    if reason is None:
+        return "it ended without an answer"
+    return LIMIT_REASONS.get(reason, f"it stopped ({reason})")
+
+
+def incomplete_note(reason: str) -> str:
+    """What the next turns see in place of an answer."""
+    return f"[note: the previous request did not complete: {reason}. It has no answer.]"
 
 
 def tools_note(steps: Sequence[ToolStep], max_chars: int = 400) -> str | None:
@@ -25,8 +71,28 @@ def tools_note(steps: Sequence[ToolStep], max_chars: int = 400) -> str | None:
     return shorten(f"[tools used: {'; '.join(parts)}]", max_chars)
 
 
+def memory_turn(
+    turn: int,
+    user: str,
+    answer: str,
+    steps: Sequence[ToolStep],
+    mode: MemoryMode,
+    incomplete: str | None = None,
+) -> MemoryTurn:
+    """The turn as memory keeps it; with `incomplete` (its reason) its `answer` is not kept."""
+    note = tools_note(steps) if mode == "answers_and_tools" else None
+    return MemoryTurn(
+        turn=turn,
+        user=user,
+        answer="" if incomplete is not None else answer,
+        tools_note=note,
+        incomplete=incomplete,
+    )
+
+
 def turn_tokens(turn: MemoryTurn) -> int:
-    return estimate_text_tokens(turn.user + turn.answer + (turn.tools_note or ""))
+    """The estimated tokens of the messages the turn becomes."""
+    return estimate_messages_tokens(memory_messages([turn]))
 
 
 def remember(
@@ -44,17 +110,20 @@ def remember(
     return kept
 
 
-def memory_turn(
-    turn: int, user: str, answer: str, steps: Sequence[ToolStep], mode: MemoryMode
-) -> MemoryTurn:
-    note = tools_note(steps) if mode == "answers_and_tools" else None
-    return MemoryTurn(turn=turn, user=user, answer=answer, tools_note=note)
-
-
 def memory_messages(memory: Sequence[MemoryTurn]) -> list[ChatMessage]:
-    """The remembered turns as user/assistant messages for `AgentInput.history`."""
+    """The remembered turns as user/assistant messages for `AgentInput.history`.
+
+    A turn without an answer keeps its place in the alternation (some chat templates refuse two
+    user messages in a row) with the note that it did not complete.
+    """
     messages: list[ChatMessage] = []
     for turn in memory:
-        answer = f"{turn.tools_note}\n{turn.answer}" if turn.tools_note else turn.answer
-        messages += [ChatMessage.user(turn.user), ChatMessage(role="assistant", content=answer)]
+        said = incomplete_note(turn.incomplete) if turn.incomplete is not None else turn.answer
+        content = f"{turn.tools_note}\n{said}" if turn.tools_note else said
+        messages += [ChatMessage.user(turn.user), ChatMessage(role="assistant", content=content)]
     return messages
+
+
+def last_answer(memory: Sequence[MemoryTurn]) -> str | None:
+    """The most recent remembered answer (turns that did not complete have none)."""
+    return next((t.answer for t in reversed(memory) if t.incomplete is None), None)

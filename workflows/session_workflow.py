@@ -39,7 +39,13 @@ with workflow.unsafe.imports_passed_through():
         TurnResult,
     )
     from loop.limits import should_continue_as_new
-    from loop.memory import memory_messages, memory_turn, remember
+    from loop.memory import (
+        incomplete_reason,
+        last_answer,
+        memory_messages,
+        memory_turn,
+        remember,
+    )
     from loop.summaries import shorten
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
@@ -215,12 +221,11 @@ class SessionWorkflow:
                 self._continue_as_new()
 
         await workflow.wait_condition(workflow.all_handlers_finished)
-        last = self._carry.memory[-1].answer if self._carry.memory else None
         return SessionResult(
             turns=self._carry.turns,
             usage=self._carry.usage,
             reason=self._carry.end_reason,
-            last_answer=last,
+            last_answer=last_answer(self._carry.memory),
             runs=self._carry.runs,
         )
 
@@ -265,20 +270,23 @@ class SessionWorkflow:
             return
         report = self._reports.pop(running.message.id)
         carry.usage = carry.usage + report.usage
-        if report.error is None:
-            turn = memory_turn(
-                running.turn,
-                running.message.text,
-                report.answer,
-                report.steps,
-                self._params.memory_mode,
-            )
-            carry.memory = remember(
-                carry.memory,
-                turn,
-                max_turns=self._params.memory_max_turns,
-                max_tokens=self._params.memory_max_tokens,
-            )
+        # A turn that stopped at a limit or failed is remembered as not completed, never with
+        # its stop text or error as if the assistant had said it.
+        incomplete = incomplete_reason(report, self._params.agent)
+        turn = memory_turn(
+            running.turn,
+            running.message.text,
+            report.answer,
+            report.steps,
+            self._params.memory_mode,
+            incomplete,
+        )
+        carry.memory = remember(
+            carry.memory,
+            turn,
+            max_turns=self._params.memory_max_turns,
+            max_tokens=self._params.memory_max_tokens,
+        )
         self._results[running.message.id] = TurnResult(
             turn=running.turn,
             workflow_id=report.workflow_id,
