@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
         memory_turn,
         remember,
     )
-    from loop.summaries import shorten
+    from loop.session_details import idle_details, turn_details
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
@@ -129,6 +129,7 @@ class SessionWorkflow:
         pending = parse_or_ignore(PendingList, {"pending": raw or []}, "turn_pending")
         if pending is not None:
             self._carry.pending = pending.pending
+            self._show_details()
 
     # -- decisions, forwarded to the running turn ------------------------------------------------
 
@@ -202,6 +203,7 @@ class SessionWorkflow:
             )
         if self._carry.started_at is None:
             self._carry.started_at = workflow.now()
+        self._show_details()
 
         while True:
             if self._carry.running is not None:
@@ -251,9 +253,7 @@ class SessionWorkflow:
         )
         carry.running = RunningTurn(turn=carry.turns, message=message, workflow_id=workflow_id)
         carry.pending = []
-        workflow.set_current_details(
-            f"turn {carry.turns}: {shorten(message.text, 120)}\n  running as {workflow_id}"
-        )
+        self._show_details()
         await workflow.start_child_workflow(
             "AgentWorkflow",
             agent_input,
@@ -298,9 +298,27 @@ class SessionWorkflow:
         )
         carry.running = None
         carry.pending = []
-        workflow.set_current_details(
-            f"{carry.turns} turns · {carry.usage.total_tokens} tokens · {len(carry.queued)} queued"
-        )
+        self._show_details()
+
+    def _show_details(self) -> None:
+        """The Web UI's current details (Markdown): the running turn and the commands that
+        answer its pending requests, or the totals and the command that sends a message."""
+        carry = self._carry
+        running = carry.running
+        if running is not None:
+            details = turn_details(
+                running.turn, running.message.text, running.workflow_id, carry.pending
+            )
+        else:
+            last = carry.memory[-1] if carry.memory else None
+            details = idle_details(
+                workflow.info().workflow_id,
+                carry.turns,
+                carry.usage,
+                len(carry.queued),
+                last.incomplete if last is not None and last.turn == carry.turns else None,
+            )
+        workflow.set_current_details(details)
 
     def _can_continue_as_new(self) -> bool:
         """The history is long and no handler is in flight (a `send` update waiting for its

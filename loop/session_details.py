@@ -1,0 +1,62 @@
+"""The session's current details in the Web UI (and `temporal workflow describe`): Markdown.
+
+The Web UI renders current details as Markdown with typographic replacements (`--` becomes an
+en dash, straight quotes curly ones), so the commands here and the user's own text go into code
+spans: they render literally and paste into a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+
+from contracts.approvals import PendingRequest
+from contracts.usage import TokenUsage
+from loop.markdown import code_span
+from loop.summaries import shorten, tool_call_summary
+
+MESSAGE_PREVIEW_CHARS = 120
+
+
+def send_command(session_id: str) -> str:
+    """The Temporal CLI command that sends the session a message and waits for its answer."""
+    return (
+        f"temporal workflow update execute --workflow-id {shlex.quote(session_id)} --name send "
+        f"--input {shlex.quote(json.dumps({'text': '...'}))}"
+    )
+
+
+def turn_details(
+    turn: int, message: str, workflow_id: str, pending: Sequence[PendingRequest] = ()
+) -> str:
+    """A turn is running: what it answers, where it runs, and the command that answers each of
+    its pending requests (they name the turn's workflow id)."""
+    paragraphs = [
+        f"turn {turn}: {code_span(shorten(message, MESSAGE_PREVIEW_CHARS))}",
+        f"running as {code_span(workflow_id)}",
+    ]
+    for request in pending:
+        what = (
+            f"an answer: {code_span(shorten(request.question or '', 200))}"
+            if request.kind == "question"
+            else f"approval: {code_span(f'{request.tool} {tool_call_summary(request.args)}')}"
+        )
+        paragraphs.append(f"waiting for {what}\n\n{code_span(request.command)}")
+    return "\n\n".join(paragraphs)
+
+
+def idle_details(
+    session_id: str,
+    turns: int,
+    usage: TokenUsage,
+    queued: int,
+    last_incomplete: str | None = None,
+) -> str:
+    """Between turns: the totals, why the last turn did not complete (if it did not), and how
+    to send the next message."""
+    paragraphs = [f"{turns} turns · {usage.total_tokens} tokens · {queued} queued"]
+    if last_incomplete is not None:
+        paragraphs.append(f"the last turn did not complete: {shorten(last_incomplete, 300)}")
+    paragraphs.append(f"send a message: {code_span(send_command(session_id))}")
+    return "\n\n".join(paragraphs)
