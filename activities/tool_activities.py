@@ -18,7 +18,7 @@ from contracts.errors import TOOL_ERROR
 from contracts.tool_io import ToolInvocation, ToolOutput
 from loop.input_validation import describe_validation_error
 from loop.observations import truncate_observation
-from tools.definition import StopRun, Tool, ToolContext, ToolError
+from tools.definition import StopRun, Tool, ToolContext, ToolError, TransientToolError
 
 
 def render_result(result: Any) -> str:
@@ -30,14 +30,49 @@ def render_result(result: Any) -> str:
     return json.dumps(result, ensure_ascii=False, default=str)
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Transport errors of the HTTP clients a tool is likely to use (httpx comes with openai)."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx is a dependency of openai
+        return ()
+    return (httpx.TransportError,)
+
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    TransientToolError,
+    ConnectionError,
+    TimeoutError,
+    *_transport_errors(),
+)
+
+
+def is_transient(error: BaseException) -> bool:
+    """A failure of the world around the tool, worth retrying: the error itself or what it was
+    raised from (`raise TransientToolError(...) from error` marks any error transient)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TRANSIENT_ERRORS):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def failure_text(error: BaseException) -> str:
+    """An unexpected exception as the model reads it: its type and message."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any]:
     """Wrap `item` as an activity: validate arguments, run with heartbeats, truncate output.
 
-    `ToolError` and invalid arguments fail the activity as non-retryable `ToolError`, so the
-    message goes straight back to the model; any other exception is retried per the tool's
-    retry policy.
+    `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
+    activity as a non-retryable `ToolError`, so the message goes straight back to the model.
+    Transient failures (see `is_transient`) are raised as they are, so Temporal retries them;
+    so is everything else when the tool opted into a retry policy.
     """
-    heartbeat_every = min(1.0, item.options.heartbeat_seconds / 4)
+    heartbeat_every = min(1.0, item.options.heartbeat_timeout.total_seconds() / 4)
 
     async def run_tool(invocation: ToolInvocation) -> ToolOutput:
         info = activity.info()
@@ -58,16 +93,21 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
         started = time.monotonic()
         try:
             result = await with_heartbeats(item.invoke(args, ctx), heartbeat_every)
-        except ToolError as error:
+        except Exception as error:
+            if not isinstance(error, ToolError) and (
+                is_transient(error) or item.options.retries_everything
+            ):
+                raise  # Temporal retries it per the tool's retry policy
+            message = str(error) if isinstance(error, ToolError) else failure_text(error)
             activity.logger.info(
-                "tool %s call %s refused: %s",
+                "tool %s call %s failed: %s",
                 item.name,
                 invocation.call_id,
-                error,
+                message,
                 extra={"agent": {"tool": item.name, "call_id": invocation.call_id,
                                  "outcome": "tool_error"}},
             )  # fmt: skip
-            raise ApplicationError(str(error), type=TOOL_ERROR, non_retryable=True) from None
+            raise ApplicationError(message, type=TOOL_ERROR, non_retryable=True) from None
         stop_run = isinstance(result, StopRun)
         text = result.answer if isinstance(result, StopRun) else render_result(result)
         content, truncated = truncate_observation(text, invocation.max_output_chars)

@@ -9,6 +9,7 @@ repeated-call guard never fires and nothing in the history compresses by acciden
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
@@ -37,7 +38,7 @@ def fixed_text(n: int, chars: int) -> str:
     return "\n".join(lines)[:chars]
 
 
-@tool(timeout_seconds=10)
+@tool(start_to_close_timeout=timedelta(seconds=10))
 async def fixed_output(args: FixedOutputArgs) -> str:
     """Return `chars` characters of text that depends only on `n`."""
     return fixed_text(args.n, args.chars)

@@ -46,7 +46,8 @@ def wait_limits(
     item: Tool, run_timeout_seconds: float | None, run_action: TimeoutAction
 ) -> tuple[float | None, TimeoutAction]:
     """How long a call of `item` may wait for a person, and what happens then (tool over run)."""
-    seconds = item.options.approval_timeout_seconds or run_timeout_seconds
+    limit = item.options.approval_timeout
+    seconds = limit.total_seconds() if limit is not None else run_timeout_seconds
     return seconds, item.options.on_approval_timeout or run_action
 
 

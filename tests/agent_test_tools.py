@@ -8,17 +8,27 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from datetime import timedelta
 
 from pydantic import BaseModel
+from temporalio.common import RetryPolicy
 
 from tools.catalog import REGISTRY
-from tools.definition import ToolContext, ToolError, ToolRetry, tool
+from tools.definition import ToolContext, ToolError, TransientToolError, tool
 
-FAST_RETRY = ToolRetry(max_attempts=3, initial_interval_seconds=0.1, max_interval_seconds=0.2)
+FAST_RETRY = RetryPolicy(
+    maximum_attempts=3,
+    initial_interval=timedelta(seconds=0.1),
+    maximum_interval=timedelta(seconds=0.2),
+)
+NO_RETRY = RetryPolicy(maximum_attempts=1)
 attempts: dict[str, int] = defaultdict(int)
 executions: dict[str, int] = defaultdict(int)
 _arrived: dict[str, int] = defaultdict(int)
 _all_arrived: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+gates: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
+"""`gated` calls wait for `gates[label]`: a test sets it once it has seen what it wanted to see
+while the tool was running (the worker runs in the test's event loop)."""
 
 
 class EchoArgs(BaseModel):
@@ -46,6 +56,10 @@ class EffectArgs(BaseModel):
     label: str
 
 
+class GateArgs(BaseModel):
+    label: str
+
+
 class RendezvousArgs(BaseModel):
     group: str
     size: int
@@ -59,7 +73,7 @@ async def echo(args: EchoArgs, ctx: ToolContext) -> str:
     return args.text
 
 
-@tool(retry=FAST_RETRY)
+@tool(retry_policy=FAST_RETRY)
 async def flaky(args: FlakyArgs, ctx: ToolContext) -> str:
     """Fail with a transient error `failures` times for this call, then succeed."""
     attempts[ctx.idempotency_key] += 1
@@ -68,7 +82,7 @@ async def flaky(args: FlakyArgs, ctx: ToolContext) -> str:
     return f"worked on attempt {attempts[ctx.idempotency_key]}"
 
 
-@tool(retry=FAST_RETRY)
+@tool(retry_policy=FAST_RETRY)
 async def always_fails(args: EchoArgs) -> str:
     """Raise an unexpected exception every time."""
     raise RuntimeError(f"disk on fire ({args.text})")
@@ -80,11 +94,31 @@ async def refuses(args: EchoArgs) -> str:
     raise ToolError(f"cannot do that with {args.text!r}")
 
 
-@tool(timeout_seconds=1, retry=ToolRetry(max_attempts=1))
+@tool(start_to_close_timeout=timedelta(seconds=1), retry_policy=NO_RETRY)
 async def sleepy(args: SleepArgs) -> str:
     """Sleep longer than its one-second timeout allows."""
     await asyncio.sleep(args.seconds)
     return "woke up"
+
+
+@tool()
+async def buggy(args: EchoArgs, ctx: ToolContext) -> str:
+    """A bug in the tool's own logic: reported to the model at once, never retried."""
+    attempts[ctx.idempotency_key] += 1
+    raise ValueError(f"cannot parse {args.text!r}")
+
+
+@tool()
+async def blips(args: FlakyArgs, ctx: ToolContext) -> str:
+    """Fail transiently (a `TransientToolError`, or a `ConnectionError` on odd attempts)
+    `failures` times for this call, then succeed; retried with the default policy."""
+    attempts[ctx.idempotency_key] += 1
+    attempt = attempts[ctx.idempotency_key]
+    if attempt <= args.failures:
+        if attempt % 2:
+            raise ConnectionError(f"connection reset on attempt {attempt}")
+        raise TransientToolError(f"rate limited on attempt {attempt}")
+    return f"worked on attempt {attempt}"
 
 
 @tool(on_error="stop")
@@ -99,7 +133,7 @@ async def big_output(args: SizeArgs) -> str:
     return "x" * args.chars
 
 
-@tool(timeout_seconds=10, retry=ToolRetry(max_attempts=1))
+@tool(start_to_close_timeout=timedelta(seconds=10), retry_policy=NO_RETRY)
 async def rendezvous(args: RendezvousArgs) -> str:
     """Wait until `size` calls of the same group are running at once: proves concurrency."""
     _arrived[args.group] += 1
@@ -110,6 +144,14 @@ async def rendezvous(args: RendezvousArgs) -> str:
     except TimeoutError:
         raise ToolError(f"{args.label} ran alone: the calls were not concurrent") from None
     return f"{args.label} met {args.size - 1} others"
+
+
+@tool(start_to_close_timeout=timedelta(seconds=120), retry_policy=NO_RETRY)
+async def gated(args: GateArgs) -> str:
+    """Run until the test opens `gates[label]`: a tool call that is in flight for as long as the
+    test needs, without sleeping."""
+    await gates[args.label].wait()
+    return f"released {args.label}"
 
 
 @tool(requires_approval=lambda args: args.amount > 100)
@@ -135,7 +177,7 @@ async def broken_lookup(args: QueryArgs) -> str:
     raise ToolError("the lookup service is down")
 
 
-@tool(timeout_seconds=120, retry=ToolRetry(max_attempts=1))
+@tool(start_to_close_timeout=timedelta(seconds=120), retry_policy=NO_RETRY)
 async def slow_tool(args: SleepArgs, ctx: ToolContext) -> str:
     """Sleep for a long time (to be cancelled); records that it started and was cancelled."""
     executions[f"started:{ctx.idempotency_key}"] += 1
@@ -148,8 +190,8 @@ async def slow_tool(args: SleepArgs, ctx: ToolContext) -> str:
 
 
 TEST_TOOLS = [
-    echo, flaky, always_fails, refuses, sleepy, must_work, big_output, rendezvous, pay,
-    side_effect, broken_lookup, slow_tool,
+    echo, flaky, always_fails, buggy, blips, refuses, sleepy, must_work, big_output, rendezvous,
+    gated, pay, side_effect, broken_lookup, slow_tool,
 ]  # fmt: skip
 for _item in TEST_TOOLS:
     if REGISTRY.get(_item.name) is None:

@@ -32,6 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,11 @@ from pydantic import BaseModel, Field
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import RetryPolicy
 
 from contracts.agent_result import AgentResult
 from tools.catalog import REGISTRY
-from tools.definition import ToolContext, ToolRetry, tool
+from tools.definition import ToolContext, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD_DIR_ENV = "CRASH_RECORD_DIR"
@@ -102,9 +104,13 @@ def perform_once(folder: Path, key: str, label: str) -> bool:
 
 
 @tool(
-    timeout_seconds=60,
-    heartbeat_seconds=2,
-    retry=ToolRetry(max_attempts=10, initial_interval_seconds=0.2, max_interval_seconds=1),
+    start_to_close_timeout=timedelta(seconds=60),
+    heartbeat_timeout=timedelta(seconds=2),
+    retry_policy=RetryPolicy(
+        maximum_attempts=10,
+        initial_interval=timedelta(seconds=0.2),
+        maximum_interval=timedelta(seconds=1),
+    ),
     requires_approval=lambda args: args.approval,
 )
 async def crash_effect(args: CrashEffectArgs, ctx: ToolContext) -> str:

@@ -45,13 +45,13 @@ async def pay(args: PayArgs) -> str:
     return f"paid {args.amount}"
 
 
-@tool(approval_timeout_seconds=30, on_approval_timeout="approve")
+@tool(approval_timeout=timedelta(seconds=30), on_approval_timeout="approve")
 async def patient(args: PayArgs) -> str:
     """A tool with its own approval timeout and action."""
     return "ok"
 
 
-@tool(approval_timeout_seconds=45)
+@tool(approval_timeout=timedelta(seconds=45))
 async def only_seconds(args: PayArgs) -> str:
     """A tool with its own approval timeout only."""
     return "ok"
@@ -209,7 +209,7 @@ def test_question_tool_limits() -> None:
         name="ask",
         description="Ask.",
         args_model=AskUserArgs,
-        timeout_seconds=90,
+        timeout=timedelta(seconds=90),
         on_timeout="approve",
     )
 

@@ -6,35 +6,50 @@ A tool is written as
         a: float
         b: float
 
-    @tool(timeout_seconds=5)
+    @tool(start_to_close_timeout=timedelta(seconds=5))
     async def add(args: AddArgs) -> str:
         \"\"\"Add two numbers.\"\"\"
         return str(args.a + args.b)
 
 The argument model gives the JSON schema the model sees and validates what it sends; the
 docstring is the description. A tool that needs to know where it runs takes a second parameter
-`ctx: ToolContext`. Raising `ToolError` reports an expected failure: its message goes back to the
-model at once and the call is not retried. Any other exception is retried per the tool's retry
-settings and, when they are used up, also goes back to the model as an error observation
-(unless `on_error="stop"`).
+`ctx: ToolContext`.
+
+What is retried (seed 003: a tool's own errors are not retried, transport problems are):
+- `ToolError`, and any other exception from the tool's own logic, goes back to the model at once
+  as an `Error: ...` observation. Retrying a bug or a refusal would only repeat its side effects.
+- Transient failures are retried with backoff: `TransientToolError` (raise it, or raise from it,
+  to mark a failure as transient), `ConnectionError`, `TimeoutError`, HTTP transport errors, an
+  attempt that times out, and a worker lost mid-call.
+- A tool that passes `retry_policy=RetryPolicy(...)` opts in: every exception except `ToolError`
+  is retried per that policy (for tools whose failures are usually transient).
+When retries are used up the failure also becomes an observation (unless `on_error="stop"`).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, TypedDict, Unpack, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+from temporalio.common import RetryPolicy
 
 from contracts.approvals import TimeoutAction
+from contracts.errors import TOOL_ERROR
 from contracts.model_io import ToolSchema
 
 
 class ToolError(Exception):
     """An expected tool failure whose message the model should see (not retried)."""
+
+
+class TransientToolError(Exception):
+    """A failure worth retrying (a service briefly unavailable, a rate limit): retried with
+    backoff per the tool's retry policy, then reported to the model."""
 
 
 @dataclass(frozen=True)
@@ -56,37 +71,80 @@ class ToolContext(BaseModel):
     idempotency_key: str
 
 
-class ToolRetry(BaseModel):
-    """Temporal retry policy for a tool's activity."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_attempts: int = Field(default=3, ge=1)
-    initial_interval_seconds: float = Field(default=1.0, gt=0)
-    backoff_coefficient: float = Field(default=2.0, ge=1)
-    max_interval_seconds: float = Field(default=30.0, gt=0)
+TRANSIENT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=3,
+)
+"""How transient failures are retried unless the tool gives its own `retry_policy`."""
 
 
-class ToolOptions(BaseModel):
-    """How Temporal runs a tool: timeout per attempt, retries, task queue, and what an error does.
+class ToolSettings(TypedDict, total=False):
+    """The keyword options of `@tool(...)`; each one left out keeps `ToolOptions`' default."""
 
-    `heartbeat_seconds` is the activity's heartbeat timeout: a worker that dies mid-call is noticed
-    after it, and the tool heartbeats four times within it so cancellation arrives promptly.
+    start_to_close_timeout: timedelta
+    heartbeat_timeout: timedelta
+    retry_policy: RetryPolicy
+    task_queue: str
+    on_error: Literal["continue", "stop"]
+    requires_approval: bool | Callable[[Any], bool]
+    approval_timeout: timedelta
+    on_approval_timeout: TimeoutAction
 
-    `on_error="continue"` (default) turns a failure into an observation for the model;
-    `on_error="stop"` fails the whole run.
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """How Temporal runs a tool, in Temporal's own types.
+
+    - `start_to_close_timeout`: time limit of one attempt.
+    - `heartbeat_timeout`: a worker that dies mid-call is noticed after it; the tool heartbeats
+      four times within it (at least every second) so cancellation arrives promptly.
+    - `retry_policy`: None retries transient failures only (`TRANSIENT_RETRY`); a policy opts
+      every exception but `ToolError` into retries (see the module docstring).
+    - `task_queue`: run the tool's activity on workers of another queue (say, with a GPU).
+    - `on_error`: `continue` turns a failure into an observation; `stop` fails the whole run.
+    - `requires_approval`: True, or a predicate on the validated arguments.
+    - `approval_timeout` / `on_approval_timeout`: how long a call waits for a person, and then
+      what happens (`reject`, `approve`, `fail`); unset: the run's settings.
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    timeout_seconds: float = Field(default=30.0, gt=0)
-    heartbeat_seconds: float = Field(default=10.0, gt=0)
-    retry: ToolRetry = ToolRetry()
+    start_to_close_timeout: timedelta = timedelta(seconds=30)
+    heartbeat_timeout: timedelta = timedelta(seconds=10)
+    retry_policy: RetryPolicy | None = None
     task_queue: str | None = None
     on_error: Literal["continue", "stop"] = "continue"
     requires_approval: bool | Callable[[Any], bool] = False
-    approval_timeout_seconds: float | None = Field(default=None, gt=0)
+    approval_timeout: timedelta | None = None
     on_approval_timeout: TimeoutAction | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("start_to_close_timeout", "heartbeat_timeout", "approval_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= timedelta(0):
+                raise ValueError(f"tool option {name} must be positive, got {value}")
+        if self.on_error not in ("continue", "stop"):
+            raise ValueError(
+                f"tool option on_error must be 'continue' or 'stop', got {self.on_error!r}"
+            )
+
+    @property
+    def retries_everything(self) -> bool:
+        """The tool opted into retrying every exception but `ToolError`."""
+        return self.retry_policy is not None
+
+    @property
+    def effective_retry_policy(self) -> RetryPolicy:
+        """The policy the activity runs with; a `ToolError` is never retried."""
+        policy = self.retry_policy or TRANSIENT_RETRY
+        never = [*(policy.non_retryable_error_types or []), TOOL_ERROR]
+        return RetryPolicy(
+            initial_interval=policy.initial_interval,
+            backoff_coefficient=policy.backoff_coefficient,
+            maximum_interval=policy.maximum_interval,
+            maximum_attempts=policy.maximum_attempts,
+            non_retryable_error_types=list(dict.fromkeys(never)),
+        )
 
 
 ToolFunction = Callable[..., Awaitable[Any]]
@@ -100,8 +158,8 @@ class Tool:
     description: str
     args_model: type[BaseModel]
     function: ToolFunction
-    options: ToolOptions
-    wants_context: bool
+    options: ToolOptions = field(default_factory=ToolOptions)
+    wants_context: bool = False
     asks_user: bool = False
     """True for a question to the user (`ask_user`): the workflow waits for a `reply` signal
     instead of scheduling an activity, so the worker registers no activity for it."""
@@ -120,31 +178,14 @@ class Tool:
 
 
 def tool(
-    *,
-    name: str | None = None,
-    timeout_seconds: float = 30.0,
-    heartbeat_seconds: float = 10.0,
-    retry: ToolRetry | None = None,
-    task_queue: str | None = None,
-    on_error: Literal["continue", "stop"] = "continue",
-    requires_approval: bool | Callable[[Any], bool] = False,
-    approval_timeout_seconds: float | None = None,
-    on_approval_timeout: TimeoutAction | None = None,
+    *, name: str | None = None, **options: Unpack[ToolSettings]
 ) -> Callable[[ToolFunction], Tool]:
-    """Turn a typed async function into a `Tool` (see the module docstring)."""
-    options = ToolOptions(
-        timeout_seconds=timeout_seconds,
-        heartbeat_seconds=heartbeat_seconds,
-        retry=retry or ToolRetry(),
-        task_queue=task_queue,
-        on_error=on_error,
-        requires_approval=requires_approval,
-        approval_timeout_seconds=approval_timeout_seconds,
-        on_approval_timeout=on_approval_timeout,
-    )
+    """Turn a typed async function into a `Tool` (see the module docstring); the options are
+    `ToolOptions`' fields."""
+    settings = ToolOptions(**options)
 
     def wrap(function: ToolFunction) -> Tool:
-        return make_tool(function, name=name, options=options)
+        return make_tool(function, name=name, options=settings)
 
     return wrap
 
@@ -186,7 +227,7 @@ def question_tool(
     name: str,
     description: str,
     args_model: type[BaseModel],
-    timeout_seconds: float | None = None,
+    timeout: timedelta | None = None,
     on_timeout: TimeoutAction | None = None,
 ) -> Tool:
     """A tool whose result is a person's reply (see `ask_user`): the workflow waits for it."""
@@ -195,9 +236,7 @@ def question_tool(
         description=description,
         args_model=args_model,
         function=_answered_by_a_person,
-        options=ToolOptions(
-            approval_timeout_seconds=timeout_seconds, on_approval_timeout=on_timeout
-        ),
+        options=ToolOptions(approval_timeout=timeout, on_approval_timeout=on_timeout),
         wants_context=False,
         asks_user=True,
     )

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -53,18 +52,20 @@ with workflow.unsafe.imports_passed_through():
 def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
     """Read a failed tool activity into plain terms for the observation."""
     cause = error.cause
+    options = item.options
     if isinstance(cause, TimeoutError):
-        seconds = (
-            item.options.heartbeat_seconds
+        limit = (
+            options.heartbeat_timeout
             if cause.type == TimeoutType.HEARTBEAT
-            else item.options.timeout_seconds
+            else options.start_to_close_timeout
         )
-        return ToolFailure("timeout", cause.message, timeout_seconds=seconds)
+        return ToolFailure("timeout", cause.message, timeout_seconds=limit.total_seconds())
     message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
     if isinstance(cause, ApplicationError) and cause.type == TOOL_ERROR:
         return ToolFailure("tool_error", message)
     if error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
-        return ToolFailure("retries_exhausted", message, attempts=item.options.retry.max_attempts)
+        attempts = options.effective_retry_policy.maximum_attempts
+        return ToolFailure("retries_exhausted", message, attempts=attempts)
     return ToolFailure("tool_error", message)
 
 
@@ -219,15 +220,9 @@ class ToolRound:
                 item.name,
                 invocation,
                 result_type=ToolOutput,
-                start_to_close_timeout=timedelta(seconds=options.timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=options.heartbeat_seconds),
-                retry_policy=RetryPolicy(
-                    initial_interval=timedelta(seconds=options.retry.initial_interval_seconds),
-                    backoff_coefficient=options.retry.backoff_coefficient,
-                    maximum_interval=timedelta(seconds=options.retry.max_interval_seconds),
-                    maximum_attempts=options.retry.max_attempts,
-                    non_retryable_error_types=[TOOL_ERROR],
-                ),
+                start_to_close_timeout=options.start_to_close_timeout,
+                heartbeat_timeout=options.heartbeat_timeout,
+                retry_policy=options.effective_retry_policy,
                 task_queue=options.task_queue,
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                 summary=tool_call_summary(args),

@@ -28,6 +28,7 @@ import ast
 import math
 import warnings
 from collections.abc import Callable
+from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
@@ -327,7 +328,7 @@ def format_result(value: int | float) -> str:
     return format(value, ".15g")
 
 
-@tool(timeout_seconds=5)
+@tool(start_to_close_timeout=timedelta(seconds=5))
 async def calculator(args: CalculatorArgs) -> str:
     """Evaluate an arithmetic expression exactly and return the result as text.
 

@@ -13,7 +13,7 @@ differs from a real zone only in letter case is accepted (`asia/shanghai`); an u
 from __future__ import annotations
 
 import difflib
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -70,7 +70,7 @@ def describe_time(moment: datetime, zone: ZoneInfo) -> str:
     return f"{local.isoformat(timespec='seconds')} ({weekday}, {zone.key})"
 
 
-@tool(timeout_seconds=5)
+@tool(start_to_close_timeout=timedelta(seconds=5))
 async def current_time(args: CurrentTimeArgs) -> str:
     """Get the current date and time in a time zone (IANA name, default UTC).
 

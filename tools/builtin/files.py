@@ -20,6 +20,7 @@ import asyncio
 import os
 import re
 import stat
+from datetime import timedelta
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -94,7 +95,7 @@ def read_text_file(workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHAR
     return text
 
 
-@tool(timeout_seconds=10)
+@tool(start_to_close_timeout=timedelta(seconds=10))
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     """Read a UTF-8 text file from the workspace folder and return its contents.
 

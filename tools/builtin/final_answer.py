@@ -7,6 +7,8 @@ calls of the same answer still complete first.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import BaseModel, Field
 
 from tools.definition import StopRun, tool
@@ -18,7 +20,7 @@ class FinalAnswerArgs(BaseModel):
     answer: str = Field(min_length=1, description="The complete final answer for the user.")
 
 
-@tool(timeout_seconds=5)
+@tool(start_to_close_timeout=timedelta(seconds=5))
 async def final_answer(args: FinalAnswerArgs) -> StopRun:
     """Give the final answer and end the task. Call it only when the task is complete."""
     return StopRun(args.answer)

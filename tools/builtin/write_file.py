@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -55,7 +56,7 @@ def write_text_file(workspace: Path, args: WriteFileArgs, idempotency_key: str) 
     return f"wrote {len(data)} bytes to {args.path}"
 
 
-@tool(timeout_seconds=10, requires_approval=True)
+@tool(start_to_close_timeout=timedelta(seconds=10), requires_approval=True)
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     """Write a text file in the workspace folder (creates folders; replaces the file unless
     overwrite is false). A person must approve each write."""
