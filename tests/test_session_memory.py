@@ -28,7 +28,7 @@ from loop.memory import (
 from loop.tokens import estimate_messages_tokens
 from tests import fake_openai as fake
 from tests.conftest import AgentHarness
-from tests.session_support import echo_model, send_with_start
+from tests.session_support import echo_model, send_with_start, wait_status
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -257,3 +257,27 @@ async def test_the_last_answer_of_a_session_is_never_a_stop_text(agent: AgentHar
     await handle.signal("end", {})
     result = await agent.client.get_workflow_handle(session, result_type=SessionResult).result()
     assert result.last_answer == "answer to: hello"
+
+
+async def test_a_cancelled_turn_is_reported_and_the_session_goes_on(agent: AgentHarness) -> None:
+    agent.fake.enqueue(
+        fake.tool_calls(fake.call("write_file", {"path": "a.txt", "content": "x"}, id="w"))
+    )
+    session = f"session-{uuid.uuid4()}"
+    handle = await agent.client.start_workflow(
+        "SessionWorkflow", {}, id=session, task_queue=agent.task_queue
+    )
+    await handle.signal("send", {"text": "Write it"})
+    waiting = await wait_status(handle, lambda s: bool(s.pending) and s.running is not None)
+    assert waiting.running is not None
+    await agent.client.get_workflow_handle(waiting.running.workflow_id).cancel()
+
+    idle = await wait_status(handle, lambda s: s.running is None and s.turns == 1)
+    assert idle.pending == []
+    history = await handle.query("history", result_type=list[MemoryTurn])
+    assert [(t.user, t.incomplete) for t in history] == [
+        ("Write it", "it failed: the turn was cancelled")
+    ]
+    agent.fake.set_handler(echo_model)
+    after = await handle.execute_update("send", {"text": "Never mind"}, result_type=TurnResult)
+    assert after.answer == "answer to: Never mind"

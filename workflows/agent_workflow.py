@@ -67,6 +67,10 @@ with workflow.unsafe.imports_passed_through():
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
 
+class TurnCancelled(Exception):
+    """How a cancelled run reports its end to its session (which would otherwise wait)."""
+
+
 @workflow.defn(name="AgentWorkflow")
 class AgentWorkflow:
     """Runs one agent task to an answer. Input: `AgentInput` as JSON; result: `AgentResult`.
@@ -179,6 +183,7 @@ class AgentWorkflow:
                 outcome="cancelled",
                 tools=[s.tool for s in self._pad.steps],
             )
+            await self._report_to_session(params, error=TurnCancelled("the turn was cancelled"))
             raise
         await self._report_to_session(params, result=result)
         return result
