@@ -15,7 +15,9 @@ Typical use::
 
 Replies are scripted either through a FIFO queue (:meth:`FakeOpenAIServer.enqueue`) or a
 handler function (:meth:`FakeOpenAIServer.set_handler`) that sees the request body; the
-queue takes precedence and the handler is the fallback once it is empty.
+queue takes precedence and the handler is the fallback once it is empty. ``hold(event, reply)``
+keeps a reply back until the test sets ``event`` (no sleeping), and
+:attr:`FakeOpenAIServer.responses_sent` counts the responses actually written.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "ErrorReply",
     "FakeOpenAIServer",
     "Handler",
+    "HoldReply",
     "RawReply",
     "RecordedRequest",
     "Reply",
@@ -52,6 +55,7 @@ __all__ = [
     "delay",
     "drop",
     "error",
+    "hold",
     "raw",
     "text",
     "tool_calls",
@@ -147,11 +151,22 @@ class DelayReply:
 
 
 @dataclass(frozen=True)
+class HoldReply:
+    """Wait until ``release`` is set, then serve ``then`` (to act while a request is in flight).
+
+    Like a delay, the wait ends when the server stops (the connection is then dropped).
+    """
+
+    release: threading.Event
+    then: ReplyLike
+
+
+@dataclass(frozen=True)
 class DropReply:
     """Close the connection without sending any response (for connection-error tests)."""
 
 
-Reply: TypeAlias = Completion | ErrorReply | RawReply | DelayReply | DropReply
+Reply: TypeAlias = Completion | ErrorReply | RawReply | DelayReply | HoldReply | DropReply
 ReplyLike: TypeAlias = Reply | str
 """A reply, or a plain ``str`` as shorthand for ``text(that_str)``."""
 
@@ -261,6 +276,11 @@ def raw(status: int, body: bytes | str, headers: Mapping[str, str] | None = None
 def delay(seconds: float, then_reply: ReplyLike) -> DelayReply:
     """Sleep ``seconds`` before answering with ``then_reply``."""
     return DelayReply(seconds=seconds, then=then_reply)
+
+
+def hold(release: threading.Event, then_reply: ReplyLike) -> HoldReply:
+    """Answer with ``then_reply`` once the test sets ``release``."""
+    return HoldReply(release=release, then=then_reply)
 
 
 def drop() -> DropReply:
@@ -405,6 +425,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.wfile.flush()
+        self.server.fake._note_sent()
 
     def _send_json(
         self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
@@ -524,6 +545,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self._drop()  # server is stopping: don't keep anyone waiting
                 return
             self._serve(reply.then, request_body)
+        elif isinstance(reply, HoldReply):
+            while not reply.release.wait(_POLL_INTERVAL):
+                if fake._stop_event.is_set():
+                    self._drop()  # server is stopping: don't keep anyone waiting
+                    return
+            self._serve(reply.then, request_body)
         elif isinstance(reply, DropReply):
             self._drop()
         elif isinstance(reply, RawReply):
@@ -564,6 +591,7 @@ class FakeOpenAIServer:
         self._handler: Handler | None = None
         self._requests: list[RecordedRequest] = []
         self._errors: list[str] = []
+        self._sent = 0
         self._counters: dict[str, Iterator[int]] = {}
         self._stop_event = threading.Event()
         self._httpd: _HTTPServer | None = None
@@ -646,12 +674,13 @@ class FakeOpenAIServer:
             return len(self._queue)
 
     def reset(self) -> None:
-        """Forget queued replies, the handler, recorded requests and errors."""
+        """Forget queued replies, the handler, recorded requests, errors and the sent count."""
         with self._lock:
             self._queue.clear()
             self._handler = None
             self._requests.clear()
             self._errors.clear()
+            self._sent = 0
 
     # -- inspection --------------------------------------------------------------------
 
@@ -674,6 +703,12 @@ class FakeOpenAIServer:
             return self._requests[-1]
 
     @property
+    def responses_sent(self) -> int:
+        """How many responses (any status, any route) were written out completely."""
+        with self._lock:
+            return self._sent
+
+    @property
     def errors(self) -> list[str]:
         """Server-side problems (handler crashes, exhausted script); assert it is empty."""
         with self._lock:
@@ -684,6 +719,10 @@ class FakeOpenAIServer:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _note_sent(self) -> None:
+        with self._lock:
+            self._sent += 1
 
     def _note_error(self, message: str) -> None:
         with self._lock:
@@ -703,7 +742,9 @@ class FakeOpenAIServer:
         if handler is None:
             return None
         reply = handler(body)
-        if not isinstance(reply, (str, Completion, ErrorReply, RawReply, DelayReply, DropReply)):
+        if not isinstance(
+            reply, (str, Completion, ErrorReply, RawReply, DelayReply, HoldReply, DropReply)
+        ):
             raise TypeError(f"handler returned {reply!r}, expected a reply object or str")
         return reply
 

@@ -6,21 +6,24 @@ trust that what the fake scripts is what the client (and thus our agent loop) se
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import openai
 import pytest
 
+from tests.eventually import eventually
 from tests.fake_openai import (
     FakeOpenAIServer,
     call,
     delay,
     drop,
     error,
+    hold,
     raw,
     text,
     tool_calls,
@@ -133,7 +136,7 @@ async def test_rate_limit_error_with_retry_after(
     assert info.value.response.headers["retry-after"] == "2"
     assert "slow down" in info.value.message
     assert info.value.code == "rate_limit_exceeded"
-    assert info.value.request_id is not None
+    assert (info.value.request_id or "").startswith("req_")  # the fake's x-request-id
 
 
 async def test_authentication_error_carries_message(
@@ -185,14 +188,41 @@ async def test_drop_raises_connection_error_and_server_survives(
 
 
 async def test_delay_beyond_client_timeout_raises_timeout(server: FakeOpenAIServer) -> None:
-    server.enqueue(delay(2.0, text("too late")))
-    started = time.monotonic()
+    # The timeout error itself shows the client gave up before the reply (which would only come
+    # after 60 s, or never: stopping the server ends the delay).
+    server.enqueue(delay(60, text("too late")))
     async with openai.AsyncOpenAI(
         base_url=server.base_url, api_key="sk-test", max_retries=0, timeout=0.3
     ) as impatient:
         with pytest.raises(openai.APITimeoutError):
             await _chat(impatient)
-    assert time.monotonic() - started < 1.5
+    assert server.request_count == 1
+    assert server.responses_sent == 0
+
+
+async def test_hold_answers_once_released(
+    server: FakeOpenAIServer, client: openai.AsyncOpenAI
+) -> None:
+    release = threading.Event()
+    server.enqueue(hold(release, text("released")))
+    answer = asyncio.create_task(_chat(client))
+    await eventually(lambda: server.request_count == 1, what="the request to arrive")
+    assert not answer.done() and server.responses_sent == 0  # held
+    release.set()
+    assert (await answer).choices[0].message.content == "released"
+    assert server.responses_sent == 1
+
+
+def test_stop_ends_a_hold_by_dropping_the_connection() -> None:
+    srv = FakeOpenAIServer().start()
+    srv.enqueue(hold(threading.Event(), "never"))
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", body=json.dumps({"messages": []}))
+    srv.stop()
+    with pytest.raises(ConnectionError):
+        conn.getresponse()
+    conn.close()
+    assert srv.responses_sent == 0
 
 
 async def test_delay_within_timeout_answers(
@@ -312,9 +342,7 @@ async def test_models_list(server: FakeOpenAIServer, client: openai.AsyncOpenAI)
     assert server.request_count == 0  # only chat requests are recorded
 
 
-def test_stop_joins_threads_even_with_open_connections_and_delays() -> None:
-    import http.client
-
+async def test_stop_joins_threads_even_with_open_connections_and_delays() -> None:
     srv = FakeOpenAIServer().start()
     srv.enqueue(delay(30, "never"))
     # One connection stuck in a delay, one idle keep-alive connection.
@@ -323,12 +351,12 @@ def test_stop_joins_threads_even_with_open_connections_and_delays() -> None:
     idle = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=5)
     idle.request("GET", "/v1/models")
     assert idle.getresponse().read()
-    deadline = time.monotonic() + 2
-    while srv.request_count == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    started = time.monotonic()
+    await eventually(lambda: srv.request_count == 1, what="the delayed request to arrive")
     srv.stop()
-    assert time.monotonic() - started < 1.0
+    # stop() did not wait out the 30 s delay: it dropped the connection (its joins give up after
+    # 5 s, so a delay still running would show below as a leaked thread).
+    with pytest.raises(ConnectionError):
+        busy.getresponse()
     srv.stop()  # idempotent
     busy.close()
     idle.close()

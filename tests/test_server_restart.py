@@ -9,6 +9,7 @@ file store; the real worker in-process, talking to the fake model server.
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -26,7 +27,8 @@ from runtime.dev_server import DevServer, is_listening
 from tests import fake_openai as fake
 from tests.agent_test_tools import executions
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
-from tests.crash_tools import free_port, wait_until
+from tests.crash_tools import free_port
+from tests.eventually import eventually
 from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
 
@@ -143,14 +145,16 @@ async def test_a_model_reply_that_arrives_while_the_server_is_down(setup: Setup)
     """The model answers while the server is down: the worker cannot report the result. After the
     restart the run still completes: the SDK reports the result late or the activity times out
     (model_timeout_seconds=5) and is retried."""
-    setup.fake.enqueue(fake.delay(1.5, fake.text("first answer")), fake.text("second answer"))
+    answer = threading.Event()
+    setup.fake.enqueue(fake.hold(answer, fake.text("first answer")), fake.text("second answer"))
     handle = await setup.start_run(
         {"prompt": "slow model", "tools": [], "model_timeout_seconds": 5, "model_max_attempts": 3}
     )
-    await wait_until(lambda: setup.fake.request_count == 1, 30, "the model call")
+    await eventually(lambda: setup.fake.request_count == 1, what="the model call")
 
     await setup.server.stop()
-    await asyncio.sleep(2)  # the reply came and went while no server was listening
+    answer.set()  # the model answers now, while no server is listening
+    await eventually(lambda: setup.fake.responses_sent == 1, what="the answer to be sent")
     await setup.server.start()
     result = await result_of(handle)
 
