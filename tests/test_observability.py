@@ -1,9 +1,11 @@
 """What a person sees in the Web UI and through queries: activity summaries, the memo, the
-`status` query through each state of a run, and current details."""
+`status` query through each state of a run, and current details. The model is the scripted
+in-memory one; a gated model reply and a gated tool hold each state until the test has seen it."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -11,26 +13,30 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from contracts.agent_status import AgentStatus
-from tests import fake_openai as fake
-from tests.conftest import AgentHarness
+from tests import scripted_model as sm
+from tests.agent_test_tools import gates
+from tests.conftest import ScriptedHarness
+from tests.eventually import eventually
 
 
 async def status_when(
-    handle: WorkflowHandle[Any, Any], ready: Callable[[AgentStatus], bool]
+    handle: WorkflowHandle[Any, Any], ready: Callable[[AgentStatus], bool], what: str
 ) -> AgentStatus:
-    for _ in range(300):
+    async def probe() -> AgentStatus:
         status = await handle.query("status", result_type=AgentStatus)
-        if ready(status):
-            return status
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"status never ready: {status}")
+        assert ready(status), status
+        return status
+
+    return await eventually(probe, what=what)
 
 
-async def test_activities_carry_summaries_and_the_run_a_memo(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(fake.call("calculator", {"expression": "17 * 25"})), fake.text("425")
+async def test_activities_carry_summaries_and_the_run_a_memo(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("calculator", {"expression": "17 * 25"})), sm.text("425")
     )
-    _, handle = await agent.run(
+    _, handle = await scripted_agent.run(
         {"prompt": "17 shirts at 25?", "tools": ["calculator"], "model": "fake-model-1"}
     )
     history = await handle.fetch_history()
@@ -53,28 +59,32 @@ async def test_activities_carry_summaries_and_the_run_a_memo(agent: AgentHarness
     assert memo["model"] == "fake-model-1"
 
 
-async def test_status_follows_every_state(agent: AgentHarness) -> None:
-    replies: list[Any] = [
-        fake.delay(1.0, fake.tool_calls(fake.call("slow_tool", {"seconds": 1.0}))),
-        fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}, id="w")),
-        fake.text("done"),
-    ]
-    agent.fake.set_handler(lambda body: replies.pop(0))
-    handle = await agent.start({"prompt": "x", "tools": ["slow_tool", "write_file"]})
+async def test_status_follows_every_state(scripted_agent: ScriptedHarness) -> None:
+    answer = asyncio.Event()
+    tool = f"tool-{uuid.uuid4()}"
+    scripted_agent.model.enqueue(
+        sm.gate(answer, sm.tool_calls(sm.call("gated", {"label": tool}))),
+        sm.tool_calls(sm.call("write_file", {"path": "s.txt", "content": "s"}, id="w")),
+        sm.text("done"),
+    )
+    handle = await scripted_agent.start({"prompt": "x", "tools": ["gated", "write_file"]})
 
-    thinking = await status_when(handle, lambda s: s.phase == "thinking")
+    # Each state lasts until the test lets the run go on, so no state can be missed.
+    thinking = await status_when(handle, lambda s: s.phase == "thinking", "thinking")
     assert thinking.iteration == 1 and thinking.usage.total_tokens == 0
-    running = await status_when(handle, lambda s: s.phase == "running_tools")
+    answer.set()
+    running = await status_when(handle, lambda s: s.phase == "running_tools", "running tools")
     assert running.usage.total_tokens == 15
-    waiting = await status_when(handle, lambda s: s.phase == "waiting_for_human")
+    gates[tool].set()
+    waiting = await status_when(handle, lambda s: s.phase == "waiting_for_human", "waiting")
     assert [p.call_id for p in waiting.pending] == ["w"]
-    assert waiting.steps == 1 and waiting.recent_steps[0].tool == "slow_tool"
+    assert waiting.steps == 1 and waiting.recent_steps[0].tool == "gated"
     details = (await handle.query("__temporal_workflow_metadata")).current_details
     # Markdown: the call and the command sit in code spans, so the Web UI shows them literally.
     assert 'waiting for approval: `write_file {"content": "s"' in details
     command = f"temporal workflow signal --workflow-id {handle.id} --name approve"
-    assert f"`{command} --input '{{\"call_id\": \"w\"}}'`" in details
+    assert f'`{command} --input \'{{"call_id": "w"}}\'`' in details
     await handle.signal("approve", {"call_id": "w"})
     await handle.result()
-    done = await status_when(handle, lambda s: s.phase == "done")
+    done = await status_when(handle, lambda s: s.phase == "done", "done")
     assert (done.stop_reason, done.iteration, done.steps) == ("completed", 3, 2)
