@@ -30,7 +30,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +43,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 
 from contracts.agent_result import AgentResult
+from tests.eventually import eventually
 from tools.catalog import REGISTRY
 from tools.definition import ToolContext, tool
 
@@ -64,6 +65,10 @@ class CrashEffectArgs(BaseModel):
         ge=0,
         description="Seconds to wait after performing the effect, before returning.",
     )
+    hold_until_released: bool = Field(
+        default=False,
+        description="After performing the effect, wait until the test calls `release` for it.",
+    )
     approval: bool = Field(default=False, description="Whether a person must approve the call.")
 
 
@@ -76,6 +81,18 @@ def record_dir() -> Path:
 
 def ledger_path(folder: Path, key: str) -> Path:
     return folder / "ledger" / hashlib.sha256(key.encode()).hexdigest()
+
+
+def release_path(folder: Path, key: str) -> Path:
+    return folder / "release" / hashlib.sha256(key.encode()).hexdigest()
+
+
+def release(folder: Path, key: str) -> None:
+    """Let a `crash_effect` call held with `hold_until_released` finish (it runs in a worker
+    process, so the signal is a file)."""
+    target = release_path(folder, key)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.touch()
 
 
 def record(folder: Path, event: str, key: str, **extra: Any) -> None:
@@ -125,6 +142,9 @@ async def crash_effect(args: CrashEffectArgs, ctx: ToolContext) -> str:
     record(folder, "effect" if performed else "skip", key, attempt=attempt)
     if performed and args.hold_after:
         await asyncio.sleep(args.hold_after)
+    if performed and args.hold_until_released:
+        while not release_path(folder, key).exists():
+            await asyncio.sleep(0.05)
     record(folder, "finish", key, attempt=attempt)
     return f"did {args.label}"
 
@@ -151,6 +171,11 @@ def events(folder: Path) -> list[dict[str, Any]]:
 def counts(folder: Path, key: str) -> Counter[str]:
     """How many times each event happened for one idempotency key."""
     return Counter(e["event"] for e in events(folder) if e["key"] == key)
+
+
+def recorded(folder: Path, key: str, event: str) -> Callable[[], bool]:
+    """A probe for `eventually`: the tool recorded `event` (once) for `key`."""
+    return lambda: counts(folder, key)[event] == 1
 
 
 def effects_by_key(folder: Path) -> Counter[str]:
@@ -247,16 +272,24 @@ class WorkerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     async def wait_for_output(self, marker: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while marker not in self.output():
+        def printed() -> bool:
+            output = self.output()
+            if marker in output:
+                return True
             if self.process.returncode is not None:
-                raise AssertionError(
+                raise RuntimeError(  # not worth waiting for: fail at once
                     f"worker exited with {self.process.returncode} before printing "
-                    f"{marker!r}:\n{self.output()}"
+                    f"{marker!r}:\n{output}"
                 )
-            if time.monotonic() > deadline:
-                raise AssertionError(f"worker did not print {marker!r}:\n{self.output()}")
-            await asyncio.sleep(0.05)
+            raise AssertionError(f"worker has not printed {marker!r} yet:\n{output}")
+
+        await eventually(printed, timeout=timeout, what=f"the worker to print {marker!r}")
+
+    def send(self, sig: int) -> None:
+        """Send `sig` without waiting for the process to exit."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(sig)
 
     def kill(self) -> None:
         """SIGKILL: no drain, no goodbye to the server."""
@@ -280,15 +313,6 @@ class WorkerProcess:
             raise AssertionError(
                 f"worker did not exit within {timeout}s of signal {sig}:\n{self.output()}"
             ) from None
-
-
-async def wait_until(condition: Any, timeout: float, what: str, interval: float = 0.05) -> None:
-    """Poll a condition (a function returning a truthy value) until it holds, or fail."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
 @dataclass

@@ -24,7 +24,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests import fake_openai as fake
 from tests.conftest import activity_types
-from tests.crash_tools import WorkerCluster, attempts_of, counts, wait_until
+from tests.crash_tools import WorkerCluster, attempts_of, counts, recorded
+from tests.eventually import eventually
 from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
 
@@ -57,7 +58,7 @@ async def test_kill_during_a_model_call(
             "model_max_attempts": 3,
         }
     )
-    await wait_until(lambda: fake_model.request_count == 2, 30, "the second model call")
+    await eventually(lambda: fake_model.request_count == 2, what="the second model call")
     key = f"{handle.id}/1/c1"
     assert counts(cluster.records, key) == {"start": 1, "effect": 1, "finish": 1}
 
@@ -110,9 +111,7 @@ async def test_kill_during_a_tool_call(
     first = await cluster.start_worker()
     handle = await cluster.start_run({"prompt": f"tool crash {where}", "tools": ["crash_effect"]})
     key = f"{handle.id}/1/c1"
-    await wait_until(
-        lambda: counts(cluster.records, key)[kill_after] == 1, 30, f"the tool's {kill_after}"
-    )
+    await eventually(recorded(cluster.records, key, kill_after), what=f"the tool's {kill_after}")
 
     await cluster.kill(first)
     assert "finish" not in counts(cluster.records, key)  # it really was mid-execution

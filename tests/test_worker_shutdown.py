@@ -17,7 +17,15 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests import fake_openai as fake
-from tests.crash_tools import WorkerCluster, WorkerProcess, attempts_of, counts, wait_until
+from tests.crash_tools import (
+    WorkerCluster,
+    WorkerProcess,
+    attempts_of,
+    counts,
+    recorded,
+    release,
+)
+from tests.eventually import eventually
 from tests.fake_openai import FakeOpenAIServer
 
 DRAIN_MARKER = "stopping: draining in-flight work"
@@ -44,23 +52,29 @@ def assert_clean_exit(worker: WorkerProcess, code: int) -> None:
 async def test_signals_drain_in_flight_tools_then_exit_0(
     cluster: WorkerCluster, fake_model: FakeOpenAIServer
 ) -> None:
-    """Four shutdowns in a row, alternating SIGTERM and SIGINT, each with a 2 s tool in flight;
-    the next worker finishes the run that the previous one was working on."""
+    """Four shutdowns in a row, alternating SIGTERM and SIGINT, each with a tool in flight (held
+    until the drain has begun); the next worker finishes the run that the previous one was
+    working on."""
     worker = await cluster.start_worker()
     signals = [signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGINT]
     for i, sig in enumerate(signals):
         fake_model.enqueue(
             fake.tool_calls(
-                fake.call("crash_effect", {"label": f"run {i}", "hold_after": 2}, id=f"c{i}")
+                fake.call(
+                    "crash_effect", {"label": f"run {i}", "hold_until_released": True}, id=f"c{i}"
+                )
             ),
             fake.text(f"answer {i}"),
         )
         handle = await cluster.start_run({"prompt": f"drain {i}", "tools": ["crash_effect"]})
         key = f"{handle.id}/1/c{i}"
-        await wait_until(lambda key=key: counts(cluster.records, key)["effect"] == 1, 30, "effect")
+        await eventually(recorded(cluster.records, key, "effect"), what="the effect")
         assert "finish" not in counts(cluster.records, key)  # the tool is in flight
 
-        code = await worker.stop(sig, timeout=30)
+        worker.send(sig)
+        await worker.wait_for_output(DRAIN_MARKER, 30)  # the drain began with the tool in flight
+        release(cluster.records, key)
+        code = await worker.wait(30)
         assert_clean_exit(worker, code)
         # The tool finished inside the drain, before the process exited.
         assert counts(cluster.records, key) == {"start": 1, "effect": 1, "finish": 1}
@@ -94,7 +108,7 @@ async def test_a_tool_longer_than_the_drain_is_cancelled_and_retried(
         worker = await cluster.start_worker()
         handle = await cluster.start_run({"prompt": "too long to drain", "tools": ["crash_effect"]})
         key = f"{handle.id}/1/c1"
-        await wait_until(lambda: counts(cluster.records, key)["effect"] == 1, 30, "the effect")
+        await eventually(recorded(cluster.records, key, "effect"), what="the effect")
 
         code = await worker.stop(signal.SIGTERM, timeout=30)
         assert_clean_exit(worker, code)
