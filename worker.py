@@ -1,9 +1,11 @@
 """Run the agent worker: `python worker.py` (or `make run`).
 
-Without TEMPORAL_ADDRESS it uses the server on localhost:7233 if one answers, else starts an
-embedded dev server (Web UI on http://localhost:8233, data in .temporal/dev.db). Without
-OPENAI_API_KEY it uses the offline demo model. Ctrl-C (or SIGTERM) drains and stops both.
-See runtime/settings.py for every environment variable.
+It connects as the `temporal` CLI does (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+TEMPORAL_TLS*, or a TEMPORAL_PROFILE of a temporal.toml). When none of them names a server it
+uses the one on localhost:7233 if one answers, else starts an embedded dev server (Web UI on
+http://localhost:8233, data in .temporal/dev.db). Without OPENAI_API_KEY it uses the offline
+demo model. Ctrl-C (or SIGTERM) drains and stops both. See runtime/settings.py for every
+environment variable.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from pathlib import Path
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.log_format import configure_logging
 from runtime.models import chat_model_for
-from runtime.settings import WorkerSettings
-from runtime.temporal_client import connect_with_settings
+from runtime.settings import AgentSettings, SettingsError
+from runtime.temporal_client import DEFAULT_ADDRESS, connect_with_settings, load_connection
 from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
@@ -30,12 +32,13 @@ from tools.catalog import REGISTRY
 log = logging.getLogger("worker")
 
 
-def address_flag(address: str) -> list[str]:
-    """`--address X` unless X is the CLI's own default."""
-    return [] if address == "localhost:7233" else ["--address", address]
+def address_flag(address: str | None) -> list[str]:
+    """`--address X` unless X is None (the `temporal` CLI finds it in the same environment or
+    profile) or the CLI's own default."""
+    return [] if address in (None, DEFAULT_ADDRESS) else ["--address", address]
 
 
-def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
+def start_command(settings: AgentSettings, address: str | None, cli: str) -> str:
     """A ready-to-paste `temporal workflow start` command for this worker."""
     parts = ["workflow", "start", *address_flag(address)]
     parts += [
@@ -51,17 +54,18 @@ def start_command(settings: WorkerSettings, address: str, cli: str) -> str:
     return f"{cli} {shlex.join(parts)}"
 
 
-async def serve(settings: WorkerSettings) -> None:
+async def serve(settings: AgentSettings) -> None:
     for module in settings.tool_modules:  # they register their tools in REGISTRY on import
         importlib.import_module(module)
     server: DevServer | None = None
-    address = settings.temporal_address
+    connection = load_connection(settings)
+    configured = connection.address is not None  # by the environment or a profile
     port = settings.dev_server_port
     ui_url = f"http://localhost:{settings.dev_server_ui_port}"
-    if address is None:
+    if not configured:
         if is_listening("127.0.0.1", port):
-            address = f"localhost:{port}"
-            log.info("using the Temporal server already listening on %s", address)
+            connection = connection.with_target(address=f"localhost:{port}")
+            log.info("using the Temporal server already listening on %s", connection.address)
         else:
             log.info("no Temporal server on localhost:%d: starting an embedded dev server", port)
             server = DevServer.start(
@@ -70,10 +74,12 @@ async def serve(settings: WorkerSettings) -> None:
                 ui_port=settings.dev_server_ui_port,
                 ui_codec_endpoint=settings.codec_endpoint,
             )
-            address, ui_url = server.address, server.ui_url
+            connection = connection.with_target(address=server.address)
+            ui_url = server.ui_url
+    address = connection.address or DEFAULT_ADDRESS
     try:
         client = await connect_with_settings(
-            settings, address, settings.temporal_namespace, interceptors=tracing_interceptors()
+            settings, connection, interceptors=tracing_interceptors(settings)
         )
         if settings.payload_key:
             log.info(
@@ -111,13 +117,15 @@ async def serve(settings: WorkerSettings) -> None:
             for worker in workers:
                 await stack.enter_async_context(worker)
             cli = shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))
+            shown = None if configured else address  # else the CLI reads the same settings
+            web_ui = "" if configured else f"Web UI: {ui_url}\n"  # a local server's UI
             print(
                 f"\nWorker ready on task queue {settings.task_queue!r} at {address} "
                 f"with tools: {', '.join(REGISTRY.names())}\n"
-                f"Web UI: {ui_url}\n"
-                f"Start an agent:\n  {start_command(settings, address, cli)}\n"
+                f"{web_ui}"
+                f"Start an agent:\n  {start_command(settings, shown, cli)}\n"
                 f"Its result:\n  {cli} "
-                f"{shlex.join(['workflow', 'result', *address_flag(address)])}"
+                f"{shlex.join(['workflow', 'result', *address_flag(shown)])}"
                 " --workflow-id agent-demo-1\n"
                 "Ctrl-C stops the worker" + (" and the embedded server." if server else "."),
                 flush=True,
@@ -130,9 +138,15 @@ async def serve(settings: WorkerSettings) -> None:
 
 
 def main() -> None:
-    configure_logging(os.environ.get("LOG_LEVEL", "INFO"), os.environ.get("LOG_FORMAT", "text"))
     try:
-        asyncio.run(serve(WorkerSettings.from_env()))
+        settings = AgentSettings.from_env()
+    except SettingsError as error:
+        configure_logging()
+        log.error("worker not started: %s", error)
+        sys.exit(1)
+    configure_logging(settings.log_level, settings.log_format)
+    try:
+        asyncio.run(serve(settings))
         code = 0
     except Exception as error:  # one clear line, not a traceback, for start-up problems
         log.error("worker stopped: %s", error)

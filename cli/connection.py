@@ -7,9 +7,8 @@ workflow id, a run that already ended) becomes a `CliError` with one readable li
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -23,12 +22,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.errors import CliError
 from contracts.agent_result import AgentResult
-from runtime.settings import WorkerSettings
-from runtime.temporal_client import connect_with_settings
+from runtime.settings import AgentSettings, SettingsError
+from runtime.temporal_client import (
+    DEFAULT_ADDRESS,
+    TemporalConnection,
+    connect_with_settings,
+    load_connection,
+)
 
-DEFAULT_ADDRESS = "localhost:7233"
-DEFAULT_NAMESPACE = "default"
-DEFAULT_TASK_QUEUE = "agents"
 RunHandle = WorkflowHandle[Any, AgentResult]
 """A handle on an `AgentWorkflow` run whose result decodes as `AgentResult`."""
 CONNECT_TIMEOUT = timedelta(seconds=5)
@@ -38,31 +39,50 @@ QUERY_TIMEOUT = timedelta(seconds=5)
 
 @dataclass(frozen=True)
 class Target:
-    """Where the runs live: server address, namespace and the task queue new runs go to."""
+    """Where the runs live: server address, namespace and the task queue new runs go to, and
+    how to reach them (API key, TLS: `connection`, from the settings and their profile)."""
 
     address: str
     namespace: str
     task_queue: str
+    settings: AgentSettings = field(repr=False, compare=False)
+    connection: TemporalConnection = field(repr=False, compare=False)
+    configured_address: str = field(default=DEFAULT_ADDRESS, repr=False, compare=False)
+    configured_namespace: str = field(default="default", repr=False, compare=False)
 
-    @staticmethod
-    def default_address() -> str:
-        return os.environ.get("TEMPORAL_ADDRESS", "").strip() or DEFAULT_ADDRESS
-
-    @staticmethod
-    def default_namespace() -> str:
-        return os.environ.get("TEMPORAL_NAMESPACE", "").strip() or DEFAULT_NAMESPACE
-
-    @staticmethod
-    def default_task_queue() -> str:
-        return os.environ.get("TASK_QUEUE", "").strip() or DEFAULT_TASK_QUEUE
+    @classmethod
+    def resolve(
+        cls,
+        settings: AgentSettings,
+        address: str | None = None,
+        namespace: str | None = None,
+        task_queue: str | None = None,
+    ) -> Target:
+        """The settings' connection (environment, then `TEMPORAL_PROFILE` of the config file,
+        as the `temporal` CLI reads them) with the command line's `--address`, `--namespace`
+        and `--task-queue` on top."""
+        try:
+            configured = load_connection(settings)
+        except SettingsError as error:
+            raise CliError(str(error)) from None
+        connection = configured.with_target(address, namespace)
+        return cls(
+            address=connection.address or DEFAULT_ADDRESS,
+            namespace=connection.namespace,
+            task_queue=task_queue or settings.task_queue,
+            settings=settings,
+            connection=connection,
+            configured_address=configured.address or DEFAULT_ADDRESS,
+            configured_namespace=configured.namespace,
+        )
 
     def command_prefix(self) -> str:
         """`agent` plus the options another shell (with the same environment) needs to reach
         the same server, so printed commands can be pasted as they are."""
         words = ["agent"]
-        if self.address != self.default_address():
+        if self.address != self.configured_address:
             words += ["--address", self.address]
-        if self.namespace != self.default_namespace():
+        if self.namespace != self.configured_namespace:
             words += ["--namespace", self.namespace]
         return shlex.join(words)
 
@@ -82,14 +102,13 @@ def _connect_reason(error: BaseException) -> str:
 
 async def connect(target: Target) -> Client:
     """A client with the pydantic data converter (the same JSON the workflow and the Temporal
-    CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does), failing
-    within about five seconds when the server is not there."""
+    CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does), with the
+    target's API key and TLS, failing within about five seconds when the server is not there."""
     try:
         return await asyncio.wait_for(
             connect_with_settings(
-                WorkerSettings.from_env(),
-                target.address,
-                target.namespace,
+                target.settings,
+                target.connection.with_target(target.address, target.namespace),
                 connect_timeout=CONNECT_TIMEOUT,
             ),
             timeout=CONNECT_TIMEOUT.total_seconds() + 1,
@@ -102,7 +121,7 @@ async def connect(target: Target) -> Client:
         )
         raise CliError(
             f"cannot reach the Temporal server at {target.address} ({reason}); "
-            "start one (`make run`) or pass --address / set TEMPORAL_ADDRESS"
+            "start one (`make run`) or pass --address / set TEMPORAL_ADDRESS or TEMPORAL_PROFILE"
         ) from None
 
 

@@ -28,6 +28,7 @@ from temporalio.service import RPCError
 from cli import chat, commands
 from cli.connection import Target, explain_rpc
 from cli.errors import CLI_ERROR, DETACHED, CliError
+from runtime.settings import AgentSettings, SettingsError
 
 Handler = Callable[[argparse.Namespace, commands.Context], Coroutine[Any, Any, int]]
 
@@ -63,17 +64,18 @@ def _add_global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool)
     group = parser.add_argument_group("connection and output")
     group.add_argument(
         "--address",
-        default=default(Target.default_address()),
-        help="Temporal server (env TEMPORAL_ADDRESS, default localhost:7233)",
+        default=default(None),
+        help="Temporal server (env TEMPORAL_ADDRESS or the TEMPORAL_PROFILE's address, "
+        "default localhost:7233)",
     )
     group.add_argument(
         "--namespace",
-        default=default(Target.default_namespace()),
-        help="namespace (env TEMPORAL_NAMESPACE, default 'default')",
+        default=default(None),
+        help="namespace (env TEMPORAL_NAMESPACE or the TEMPORAL_PROFILE's, default 'default')",
     )
     group.add_argument(
         "--task-queue",
-        default=default(Target.default_task_queue()),
+        default=default(None),
         help="task queue new runs go to (env TASK_QUEUE, default 'agents')",
     )
     group.add_argument(
@@ -184,10 +186,15 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     Returns the exit code (argparse still exits by itself for --help and usage errors)."""
     _tolerant_output()
     args = build_parser().parse_args(argv)
-    ctx = commands.Context(Target(args.address, args.namespace, args.task_queue), json=args.json)
     handler: Handler = args.handler
     try:
+        target = Target.resolve(
+            AgentSettings.from_env(), args.address, args.namespace, args.task_queue
+        )
+        ctx = commands.Context(target, json=args.json)
         return asyncio.run(handler(args, ctx))
+    except SettingsError as error:
+        message, code = str(error), CLI_ERROR
     except CliError as error:
         message, code = str(error), error.code
     except RPCError as error:

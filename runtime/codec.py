@@ -35,6 +35,8 @@ from temporalio.converter import DataConverter, PayloadCodec
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+    from runtime.settings import AgentSettings
+
 ENCODING = b"binary/encrypted"
 ENCODING_KEY = "encoding"
 KEY_ID_KEY = "encryption-key-id"
@@ -211,16 +213,19 @@ def data_converter(
 
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> EncryptionCodec | None:
-    """The codec described by AGENT_PAYLOAD_KEY, AGENT_PAYLOAD_KEY_ID and
-    AGENT_PAYLOAD_PREVIOUS_KEYS; None when no key is set."""
-    env = os.environ if env is None else env
-    text = env.get(PAYLOAD_KEY_ENV, "").strip()
-    key = parse_key(text) if text else None
-    key_id = env.get(PAYLOAD_KEY_ID_ENV, "").strip() or DEFAULT_KEY_ID
-    previous = parse_keyring(env.get(PREVIOUS_KEYS_ENV, ""))
+    """The codec that AGENT_PAYLOAD_KEY, AGENT_PAYLOAD_KEY_ID and AGENT_PAYLOAD_PREVIOUS_KEYS
+    describe (read by `runtime.settings.AgentSettings`); None when no key is set."""
+    from runtime.settings import AgentSettings  # that module imports this one
+
+    return codec_for(AgentSettings.from_env(env))
+
+
+def codec_for(settings: AgentSettings) -> EncryptionCodec | None:
+    """The codec of the settings' payload keys; None when no key is set."""
+    key, previous = settings.payload_key_bytes, settings.previous_keys
     if key is None and not previous:
         return None
-    return EncryptionCodec(key, key_id, previous)
+    return EncryptionCodec(key, settings.payload_key_id, previous)
 
 
 def main() -> None:

@@ -7,32 +7,35 @@ the JSON form of `temporal.api.common.v1.Payloads`, i.e.
 `{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}`, and answers in the
 same form. Browsers from the `--origin`s (the Web UI) may call it (CORS).
 
-Environment: AGENT_PAYLOAD_KEY (base64 AES-256 key), AGENT_PAYLOAD_KEY_ID (default "default"),
-AGENT_PAYLOAD_PREVIOUS_KEYS (`id=base64key,...`, decode only) and AGENT_CODEC_TOKEN: when set,
-every /encode and /decode request must carry `Authorization: Bearer <token>`
-(`temporal ... --codec-auth "Bearer <token>"`), else it gets 401.
+Settings (runtime/settings.py): AGENT_PAYLOAD_KEY (base64 AES-256 key), AGENT_PAYLOAD_KEY_ID
+(default "default"), AGENT_PAYLOAD_PREVIOUS_KEYS (`id=base64key,...`, decode only),
+AGENT_CODEC_TOKEN: when set, every /encode and /decode request must carry
+`Authorization: Bearer <token>` (`temporal ... --codec-auth "Bearer <token>"`), else it gets
+401; LOG_LEVEL and LOG_FORMAT.
 
-Only the standard library is used; the server binds to 127.0.0.1 unless told otherwise.
+Served by aiohttp (the `crypto` extra); it binds to 127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import json
 import logging
-import os
+import signal
 import sys
 import threading
-from collections.abc import Iterable, Mapping
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import TracebackType
 
+from aiohttp import web
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payloads
 
-from runtime.codec import EncryptionCodec, PayloadDecryptionError, codec_from_env
+from runtime.codec import EncryptionCodec, PayloadDecryptionError, codec_for
+from runtime.log_format import configure_logging
+from runtime.settings import AgentSettings, SettingsError
 
 log = logging.getLogger("codec_server")
 
@@ -41,124 +44,32 @@ DEFAULT_PORT = 8081
 DEFAULT_ORIGINS = ("http://localhost:8233", "http://127.0.0.1:8233")
 MAX_BODY_BYTES = 64 * 1024 * 1024
 ALLOWED_HEADERS = "Authorization, Content-Type, X-Namespace"
+NOT_AN_ENDPOINT = "POST /encode or /decode"
+# `<any prefix>/encode` or `<any prefix>/decode` (e.g. one endpoint per namespace), an optional
+# trailing slash.
+CODEC_ROUTE = r"/{prefix:(?:.*/)?}{operation:encode|decode}{slash:/?}"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: CodecHTTPServer
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: object) -> None:
-        log.info("%s %s", self.address_string(), format % args)
-
-    # -- helpers -----------------------------------------------------------------------------
-
-    def _cors_headers(self) -> None:
-        origin = self.headers.get("Origin")
-        if origin and (origin in self.server.origins or "*" in self.server.origins):
-            self.send_header("Access-Control-Allow-Origin", origin)
-            self.send_header("Access-Control-Allow-Credentials", "true")
-            self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
-            self.send_header("Access-Control-Allow-Headers", ALLOWED_HEADERS)
-            self.send_header("Access-Control-Max-Age", "600")
-            if self.headers.get("Access-Control-Request-Private-Network") == "true":
-                self.send_header("Access-Control-Allow-Private-Network", "true")
-            self.send_header("Vary", "Origin")
-
-    def _reply(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self._cors_headers()
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        if status == HTTPStatus.UNAUTHORIZED:
-            self.send_header("WWW-Authenticate", 'Bearer realm="codec"')
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._reply(status, json.dumps({"error": message}).encode(), "application/json")
-
-    def _authorized(self) -> bool:
-        token = self.server.token
-        if token is None:
-            return True
-        scheme, _, given = (self.headers.get("Authorization") or "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), token.encode()
-        )
-
-    def _operation(self) -> str | None:
-        path = self.path.split("?", 1)[0].rstrip("/")
-        for name in ("encode", "decode"):
-            if path.endswith("/" + name):
-                return name
-        return None
-
-    # -- methods -----------------------------------------------------------------------------
-
-    def do_OPTIONS(self) -> None:  # CORS preflight: never needs the token
-        self.send_response(HTTPStatus.NO_CONTENT)
-        self._cors_headers()
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0].rstrip("/") in ("", "/health"):
-            self._reply(HTTPStatus.OK, b"ok\n", "text/plain")
-        else:
-            self._error(HTTPStatus.NOT_FOUND, "POST /encode or /decode")
-
-    def do_POST(self) -> None:
-        operation = self._operation()
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self.close_connection = True
-            self._error(HTTPStatus.BAD_REQUEST, "bad Content-Length")
-            return
-        if operation is None:
-            self._discard(length)
-            self._error(HTTPStatus.NOT_FOUND, "POST /encode or /decode")
-            return
-        if not self._authorized():
-            self._discard(length)
-            self._error(HTTPStatus.UNAUTHORIZED, "missing or wrong bearer token")
-            return
-        if length > MAX_BODY_BYTES:
-            self.close_connection = True
-            self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request body too large")
-            return
-        body = self.rfile.read(length)
-        try:
-            payloads = json_format.Parse(body, Payloads(), ignore_unknown_fields=True)
-        except (json_format.ParseError, UnicodeDecodeError) as error:
-            self._error(HTTPStatus.BAD_REQUEST, f"body is not JSON Payloads: {error}")
-            return
-        codec = self.server.codec
-        try:
-            if operation == "encode":
-                result = [codec.encrypt(p) for p in payloads.payloads]
-            else:
-                result = [codec.decrypt(p) for p in payloads.payloads]
-        except PayloadDecryptionError as error:
-            self._error(HTTPStatus.BAD_REQUEST, str(error))
-            return
-        out = json_format.MessageToJson(Payloads(payloads=result), indent=None)
-        self._reply(HTTPStatus.OK, out.encode(), "application/json")
-
-    def _discard(self, length: int) -> None:
-        if 0 < length <= MAX_BODY_BYTES:
-            self.rfile.read(length)
-        elif length:
-            self.close_connection = True
+def _json_error(status: int, message: str) -> web.Response:
+    response = web.Response(
+        status=status,
+        body=json.dumps({"error": message}).encode(),
+        content_type="application/json",
+    )
+    if status == web.HTTPUnauthorized.status_code:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="codec"'
+    return response
 
 
-class CodecHTTPServer(ThreadingHTTPServer):
-    """The codec server; `with CodecHTTPServer(...) as server:` runs it in a thread."""
+class CodecHTTPServer:
+    """The codec server as an aiohttp application.
 
-    daemon_threads = True
+    `with CodecHTTPServer(...) as server:` (or `start()` / `stop()`) serves it on its own event
+    loop in a daemon thread; `await open()` / `await close()` serve it on the running loop.
+    Port 0 picks a free port; `port` and `url` tell which once it is open.
+    """
 
     def __init__(
         self,
@@ -169,40 +80,148 @@ class CodecHTTPServer(ThreadingHTTPServer):
         token: str | None = None,
     ) -> None:
         self.codec = codec
+        self.host = host
         self.origins = frozenset(o.rstrip("/") for o in origins)
         self.token = token or None
+        self._port = port
+        self._runner: web.AppRunner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        super().__init__((host, port), _Handler)
+
+    # -- the application -----------------------------------------------------------------------
+
+    def application(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._cors_middleware])
+        app.router.add_get("/", self._health)
+        app.router.add_get("/health", self._health)
+        app.router.add_post(CODEC_ROUTE, self._codec)
+        return app
+
+    @web.middleware
+    async def _cors_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """CORS for the Web UI on every answer; preflights (which never need the token) answered
+        here; the framework's own errors (no such route, body too large) as JSON."""
+        if request.method == "OPTIONS":
+            response: web.StreamResponse = web.Response(status=204)
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPException as error:
+                message = NOT_AN_ENDPOINT if error.status in (404, 405) else error.reason
+                response = _json_error(error.status, message)
+            response.headers["Cache-Control"] = "no-store"
+        origin = request.headers.get("Origin")
+        if origin and (origin in self.origins or "*" in self.origins):
+            response.headers.update(
+                {
+                    "Access-Control-Allow-Origin": origin,
+                    "Access-Control-Allow-Credentials": "true",
+                    "Access-Control-Allow-Methods": "POST, OPTIONS",
+                    "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+                    "Access-Control-Max-Age": "600",
+                    "Vary": "Origin",
+                }
+            )
+            if request.headers.get("Access-Control-Request-Private-Network") == "true":
+                response.headers["Access-Control-Allow-Private-Network"] = "true"
+        return response
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(body=b"ok\n", content_type="text/plain")
+
+    def _authorized(self, request: web.Request) -> bool:
+        if self.token is None:
+            return True
+        scheme, _, given = (request.headers.get("Authorization") or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), self.token.encode()
+        )
+
+    async def _codec(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return _json_error(401, "missing or wrong bearer token")
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return _json_error(413, "request body too large")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _json_error(413, "request body too large")
+        try:
+            payloads = json_format.Parse(body, Payloads(), ignore_unknown_fields=True)
+        except (json_format.ParseError, UnicodeDecodeError) as error:
+            return _json_error(400, f"body is not JSON Payloads: {error}")
+        try:
+            if request.match_info["operation"] == "encode":
+                result = [self.codec.encrypt(p) for p in payloads.payloads]
+            else:
+                result = [self.codec.decrypt(p) for p in payloads.payloads]
+        except PayloadDecryptionError as error:
+            return _json_error(400, str(error))
+        out = json_format.MessageToJson(Payloads(payloads=result), indent=None)
+        return web.Response(body=out.encode(), content_type="application/json")
+
+    # -- serving -------------------------------------------------------------------------------
 
     @property
     def port(self) -> int:
-        return int(self.server_address[1])
+        return self._port
 
     @property
     def url(self) -> str:
-        host = self.server_address[0]
-        host = host if isinstance(host, str) else host.decode()
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
+        host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
+    async def open(self) -> None:
+        """Listen on the running event loop (OSError when the port is taken)."""
+        runner = web.AppRunner(self.application(), access_log=log, shutdown_timeout=2.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self.host, self._port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _close_loop(self) -> None:
+        """`close`, then end what is left on the thread's loop (idle keep-alive connections)."""
+        await self.close()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+
     def start(self) -> CodecHTTPServer:
-        """Serve in a daemon thread."""
-        self._thread = threading.Thread(
-            target=self.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name="codec-server",
-            daemon=True,
-        )
-        self._thread.start()
+        """Serve on an event loop of its own, in a daemon thread."""
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="codec-server", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.open(), loop).result(timeout=30)
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+            loop.close()
+            raise
+        self._loop, self._thread = loop, thread
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self.shutdown()
+        if self._loop is None or self._thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._close_loop(), self._loop).result(timeout=30)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join()
-            self._thread = None
-        self.server_close()
+            self._loop.close()
+            self._loop = self._thread = None
 
     def __enter__(self) -> CodecHTTPServer:
         return self.start()
@@ -216,22 +235,67 @@ class CodecHTTPServer(ThreadingHTTPServer):
         self.stop()
 
 
+def server_for(
+    settings: AgentSettings,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    origins: Iterable[str] = DEFAULT_ORIGINS,
+) -> CodecHTTPServer:
+    """A codec server (not yet listening) with the key(s) and token of the settings."""
+    codec = codec_for(settings)
+    if codec is None:
+        raise ValueError(
+            "AGENT_PAYLOAD_KEY is not set: the codec server needs the key the worker uses "
+            "(generate one with `python -m runtime.codec`)"
+        )
+    token = settings.codec_token.get_secret_value() if settings.codec_token else None
+    return CodecHTTPServer(codec, host=host, port=port, origins=origins, token=token)
+
+
 def server_from_env(
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     origins: Iterable[str] = DEFAULT_ORIGINS,
     env: Mapping[str, str] | None = None,
 ) -> CodecHTTPServer:
-    """A codec server with the key(s) and token of the environment."""
-    env = os.environ if env is None else env
-    codec = codec_from_env(env)
-    if codec is None:
-        raise ValueError(
-            "AGENT_PAYLOAD_KEY is not set: the codec server needs the key the worker uses "
-            "(generate one with `python -m runtime.codec`)"
+    """`server_for` the settings of `env` (default: `os.environ`)."""
+    return server_for(AgentSettings.from_env(env), host, port, origins)
+
+
+async def _serve(server: CodecHTTPServer) -> None:
+    await server.open()
+    if server.token is None and server.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(
+            "listening on %s without %s: anyone who reaches this port can decrypt payloads",
+            server.host,
+            TOKEN_ENV,
         )
-    token = env.get(TOKEN_ENV, "").strip() or None
-    return CodecHTTPServer(codec, host=host, port=port, origins=origins, token=token)
+    log.info(
+        "codec server on %s (key ids: %s; encrypting with %r; token %s; CORS origins: %s)",
+        server.url,
+        ", ".join(server.codec.key_ids),
+        server.codec.key_id,
+        "required" if server.token else "not required",
+        ", ".join(sorted(server.origins)),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.close()
+
+
+def _configure_logging(settings: AgentSettings | None) -> None:
+    """LOG_LEVEL / LOG_FORMAT, unless logging is set up already (e.g. when embedded)."""
+    if logging.getLogger().handlers:
+        return
+    if settings is None:
+        configure_logging()
+    else:
+        configure_logging(settings.log_level, settings.log_format)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -251,36 +315,19 @@ def main(argv: list[str] | None = None) -> None:
         f"(default {' and '.join(DEFAULT_ORIGINS)}); '*' allows any",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    origins = args.origins or list(DEFAULT_ORIGINS)
     try:
-        server = server_from_env(args.host, args.port, origins)
+        settings = AgentSettings.from_env()
+    except SettingsError as error:
+        _configure_logging(None)
+        log.error("codec server not started: %s", error)
+        sys.exit(2)
+    _configure_logging(settings)
+    try:
+        server = server_for(settings, args.host, args.port, args.origins or DEFAULT_ORIGINS)
+        asyncio.run(_serve(server))
     except (ValueError, OSError) as error:
         log.error("codec server not started: %s", error)
         sys.exit(2)
-    if server.token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning(
-            "listening on %s without %s: anyone who reaches this port can decrypt payloads",
-            args.host,
-            TOKEN_ENV,
-        )
-    log.info(
-        "codec server on %s (key ids: %s; encrypting with %r; token %s; CORS origins: %s)",
-        server.url,
-        ", ".join(server.codec.key_ids),
-        server.codec.key_id,
-        "required" if server.token else "not required",
-        ", ".join(sorted(server.origins)),
-    )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
 
 
 if __name__ == "__main__":

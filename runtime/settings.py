@@ -1,24 +1,97 @@
-"""Worker configuration, read once from the environment into a small typed model."""
+"""The configuration of every process of the project (worker, `agent` CLI, codec server), read
+once from the environment by one `pydantic-settings` class.
+
+`AgentSettings.from_env()` reads `os.environ`; `AgentSettings.from_env({...})` reads only the
+mapping it is given (tests). Blank values count as unset. Invalid values fail at once with a
+`SettingsError` that names the variable and never echoes its value; secrets are `SecretStr`, so
+they print as `**********` in `repr`, `str` and logs.
+
+How the worker and the CLI reach Temporal (address, namespace, API key, TLS, profiles in a
+`temporal.toml`) is resolved by `temporalio.envconfig`, as the `temporal` CLI does: see
+`runtime/temporal_client.py`. The `TEMPORAL_*` fields below are the ones this project names;
+every other standard variable (`TEMPORAL_TLS_CLIENT_CERT_PATH`, `TEMPORAL_GRPC_META_*`, ...)
+is passed through to `envconfig` unchanged.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources.utils import parse_env_vars
+
+from runtime.codec import PAYLOAD_KEY_ENV, PREVIOUS_KEYS_ENV, parse_key, parse_keyring
 
 DEFAULT_TASK_QUEUE = "agents"
+DEFAULT_NAMESPACE = "default"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+TEMPORAL_ENV_PREFIX = "TEMPORAL_"
+
+_SOURCE: ContextVar[Mapping[str, str] | None] = ContextVar("agent_settings_source", default=None)
 
 
-class WorkerSettings(BaseModel):
-    """Everything the worker process needs; the API key is a `SecretStr` so it never prints.
+class SettingsError(ValueError):
+    """The environment holds an invalid value; the message names each variable, never a value."""
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """The environment source, reading a given mapping instead of `os.environ`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+@contextmanager
+def _reading(environ: Mapping[str, str]) -> Iterator[None]:
+    token = _SOURCE.set(environ)
+    try:
+        yield
+    finally:
+        _SOURCE.reset(token)
+
+
+def _env(name: str, **kwargs: Any) -> Any:
+    """A field read from the environment variable `name` (also settable by field name)."""
+    return Field(validation_alias=name, **kwargs)
+
+
+class AgentSettings(BaseSettings):
+    """Everything the worker, the `agent` CLI and the codec server read from the environment.
 
     | variable | meaning | default |
     | --- | --- | --- |
-    | TEMPORAL_ADDRESS | server to use; unset: localhost:7233, or an embedded dev server | unset |
+    | TEMPORAL_ADDRESS | server; unset: the profile's, else localhost:7233 or a dev server | unset |
     | TEMPORAL_NAMESPACE | namespace | default |
+    | TEMPORAL_API_KEY | API key (Temporal Cloud); turns TLS on | unset |
+    | TEMPORAL_TLS | `true`/`false`: force TLS on or off | unset |
+    | TEMPORAL_PROFILE | profile of the config file to use | default |
+    | TEMPORAL_CONFIG_FILE | a `temporal.toml` (else the `temporal` CLI's own) | unset |
     | TASK_QUEUE | task queue of workflows and activities | agents |
     | OPENAI_API_KEY | key of an OpenAI-compatible server; unset: the offline demo model | unset |
     | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
@@ -31,61 +104,194 @@ class WorkerSettings(BaseModel):
     | AGENT_PAYLOAD_KEY_ID | name of that key, stored with each encrypted payload | default |
     | AGENT_PAYLOAD_PREVIOUS_KEYS | `id=base64key,...`: older keys, for decoding only | unset |
     | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
+    | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
     | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
+    | OTEL_ENABLED | `1`/`true`: OpenTelemetry tracing (`otel` extra) | off |
+    | OTEL_EXPORTER_OTLP_ENDPOINT | OTLP collector for the spans; unset: console | unset |
     | LOG_LEVEL / LOG_FORMAT | logging level; `text` or `json` (one object per line) | INFO / text |
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="ignore",
+        populate_by_name=True,
+        case_sensitive=True,
+        env_ignore_empty=True,
+        hide_input_in_errors=True,
+    )
 
-    temporal_address: str | None = None
-    temporal_namespace: str = "default"
-    task_queue: str = Field(default=DEFAULT_TASK_QUEUE, min_length=1)
-    openai_api_key: SecretStr | None = None
-    openai_base_url: str | None = None
-    model: str | None = None
-    workspace: Path = Path("workspace")
-    dev_server_port: int = Field(default=7233, gt=0, lt=65536)
-    dev_server_ui_port: int = Field(default=8233, gt=0, lt=65536)
-    dev_server_db: Path = Path(".temporal/dev.db")
-    drain_seconds: float = Field(default=30.0, ge=0)
-    payload_key: SecretStr | None = None
-    payload_key_id: str = Field(default="default", min_length=1)
-    payload_previous_keys: SecretStr | None = None
-    codec_endpoint: str | None = None
-    tool_modules: list[str] = []
+    # -- reaching Temporal (resolved with temporalio.envconfig, see runtime/temporal_client.py)
+    temporal_address: str | None = _env("TEMPORAL_ADDRESS", default=None)
+    temporal_namespace: str | None = _env("TEMPORAL_NAMESPACE", default=None)
+    temporal_api_key: SecretStr | None = _env("TEMPORAL_API_KEY", default=None)
+    temporal_tls: bool | None = _env("TEMPORAL_TLS", default=None)
+    temporal_profile: str | None = _env("TEMPORAL_PROFILE", default=None)
+    temporal_config_file: Path | None = _env("TEMPORAL_CONFIG_FILE", default=None)
+    task_queue: str = _env("TASK_QUEUE", default=DEFAULT_TASK_QUEUE, min_length=1)
+    # -- the model
+    openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
+    openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
+    model: str | None = _env("MODEL", default=None)
+    # -- the worker
+    workspace: Path = _env("AGENT_WORKSPACE", default=Path("workspace"))
+    dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)
+    dev_server_ui_port: int = _env("TEMPORAL_DEV_UI_PORT", default=8233, gt=0, lt=65536)
+    dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
+    drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
+    tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
+    # -- payload encryption and the codec server
+    payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
+    payload_key_id: str = _env("AGENT_PAYLOAD_KEY_ID", default="default", min_length=1)
+    payload_previous_keys: SecretStr | None = _env(PREVIOUS_KEYS_ENV, default=None)
+    codec_endpoint: str | None = _env("AGENT_CODEC_ENDPOINT", default=None)
+    codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
+    # -- observability
+    otel_enabled: bool = _env("OTEL_ENABLED", default=False)
+    otel_exporter_otlp_endpoint: str | None = _env("OTEL_EXPORTER_OTLP_ENDPOINT", default=None)
+    log_level: str = _env("LOG_LEVEL", default="INFO")
+    log_format: Literal["text", "json"] = _env("LOG_FORMAT", default="text")
+
+    _temporal_env: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> WorkerSettings:
-        env = os.environ if env is None else env
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then the environment (or the mapping `from_env` was given); no
+        `.env` file, no secrets directory."""
+        environ = _SOURCE.get()
+        if environ is not None:
+            env_settings = _MappingEnvSource(settings_cls, environ)
+        return init_settings, env_settings
 
-        def get(name: str) -> str | None:
-            value = env.get(name, "").strip()
-            return value or None
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
+        """The settings of `env` (default: `os.environ`), or a `SettingsError` naming every
+        invalid variable."""
+        environ = dict(os.environ if env is None else env)
+        try:
+            with _reading(environ):
+                settings = cls()
+        except ValidationError as error:
+            raise SettingsError(describe_settings_error(error)) from None
+        return settings
 
-        key = get("OPENAI_API_KEY")
-        payload_key = get("AGENT_PAYLOAD_KEY")
-        previous = get("AGENT_PAYLOAD_PREVIOUS_KEYS")
-        return cls(
-            temporal_address=get("TEMPORAL_ADDRESS"),
-            temporal_namespace=get("TEMPORAL_NAMESPACE") or "default",
-            task_queue=get("TASK_QUEUE") or DEFAULT_TASK_QUEUE,
-            openai_api_key=SecretStr(key) if key else None,
-            openai_base_url=get("OPENAI_BASE_URL"),
-            model=get("MODEL"),
-            workspace=Path(get("AGENT_WORKSPACE") or "workspace"),
-            dev_server_port=int(get("TEMPORAL_DEV_PORT") or 7233),
-            dev_server_ui_port=int(get("TEMPORAL_DEV_UI_PORT") or 8233),
-            dev_server_db=Path(get("TEMPORAL_DEV_DB") or ".temporal/dev.db"),
-            drain_seconds=float(get("WORKER_DRAIN_SECONDS") or 30),
-            payload_key=SecretStr(payload_key) if payload_key else None,
-            payload_key_id=get("AGENT_PAYLOAD_KEY_ID") or "default",
-            payload_previous_keys=SecretStr(previous) if previous else None,
-            codec_endpoint=get("AGENT_CODEC_ENDPOINT"),
-            tool_modules=[
-                m.strip() for m in (get("AGENT_TOOL_MODULES") or "").split(",") if m.strip()
-            ],
-        )
+    def model_post_init(self, context: Any) -> None:
+        """Keep the source's `TEMPORAL_*` variables for `temporalio.envconfig`."""
+        environ = _SOURCE.get()
+        environ = os.environ if environ is None else environ
+        self._temporal_env = {
+            k: v for k, v in environ.items() if k.upper().startswith(TEMPORAL_ENV_PREFIX)
+        }
+
+    # -- validation ----------------------------------------------------------------------------
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, data: Any) -> Any:
+        """Surrounding spaces are dropped and a blank value counts as unset."""
+        if not isinstance(data, dict):
+            return data
+        cleaned: dict[str, Any] = {}
+        for name, value in data.items():
+            if isinstance(value, str):
+                value = value.strip()
+                if not value:
+                    continue
+            cleaned[name] = value
+        return cleaned
+
+    @field_validator("tool_modules", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("payload_key")
+    @classmethod
+    def _valid_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_key(value.get_secret_value(), PAYLOAD_KEY_ENV)
+        return value
+
+    @field_validator("payload_previous_keys")
+    @classmethod
+    def _valid_keyring(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_keyring(value.get_secret_value(), PREVIOUS_KEYS_ENV)
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _known_level(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.upper()
+            if value not in logging.getLevelNamesMapping():
+                raise ValueError("use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    # -- derived values ------------------------------------------------------------------------
 
     @property
     def uses_demo_model(self) -> bool:
         return self.openai_api_key is None
+
+    @property
+    def payload_key_bytes(self) -> bytes | None:
+        """`AGENT_PAYLOAD_KEY` decoded (validated when the settings were read)."""
+        key = self.payload_key
+        return parse_key(key.get_secret_value()) if key else None
+
+    @property
+    def previous_keys(self) -> dict[str, bytes]:
+        """`AGENT_PAYLOAD_PREVIOUS_KEYS` decoded: key id -> key, for decoding only."""
+        keys = self.payload_previous_keys
+        return parse_keyring(keys.get_secret_value()) if keys else {}
+
+    def temporal_environ(self) -> dict[str, str]:
+        """The environment `temporalio.envconfig` reads: every `TEMPORAL_*` variable of the
+        source, with the fields above (which may have been given as arguments) applied."""
+        environ = dict(self._temporal_env)
+        fields: dict[str, str | None] = {
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "TEMPORAL_NAMESPACE": self.temporal_namespace,
+            "TEMPORAL_API_KEY": (
+                self.temporal_api_key.get_secret_value() if self.temporal_api_key else None
+            ),
+            "TEMPORAL_TLS": None if self.temporal_tls is None else str(self.temporal_tls).lower(),
+            "TEMPORAL_PROFILE": self.temporal_profile,
+            "TEMPORAL_CONFIG_FILE": (
+                None if self.temporal_config_file is None else str(self.temporal_config_file)
+            ),
+        }
+        for name, value in fields.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
+        return environ
+
+
+WorkerSettings = AgentSettings
+"""The former name of `AgentSettings` (the same class)."""
+
+
+def describe_settings_error(error: ValidationError) -> str:
+    """`NAME: what is wrong` for each invalid variable, on one line, without the values."""
+    problems = []
+    for item in error.errors(include_input=False, include_url=False):
+        name = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(message if message.startswith(name) else f"{name}: {message}")
+    return "invalid environment: " + "; ".join(problems)

@@ -8,23 +8,30 @@ an OTLP collector when `opentelemetry-exporter-otlp` is installed and
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from temporalio.client import Interceptor
 
+from runtime.settings import AgentSettings
+
 SERVICE_NAME = "durable-agents"
 
 
-def tracing_enabled(env: Mapping[str, str] | None = None) -> bool:
-    env = os.environ if env is None else env
-    return env.get("OTEL_ENABLED", "").strip().lower() in ("1", "true", "yes", "on")
+def _settings(source: AgentSettings | Mapping[str, str] | None) -> AgentSettings:
+    return source if isinstance(source, AgentSettings) else AgentSettings.from_env(source)
 
 
-def tracing_interceptors(env: Mapping[str, str] | None = None) -> list[Interceptor]:
+def tracing_enabled(source: AgentSettings | Mapping[str, str] | None = None) -> bool:
+    """`OTEL_ENABLED` of the settings (or of an environment mapping; default `os.environ`)."""
+    return _settings(source).otel_enabled
+
+
+def tracing_interceptors(
+    source: AgentSettings | Mapping[str, str] | None = None,
+) -> list[Interceptor]:
     """The client (and so worker) interceptors for tracing: none unless `OTEL_ENABLED`."""
-    env = os.environ if env is None else env
-    if not tracing_enabled(env):
+    settings = _settings(source)
+    if not settings.otel_enabled:
         return []
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
@@ -33,7 +40,7 @@ def tracing_interceptors(env: Mapping[str, str] | None = None) -> list[Intercept
     from temporalio.contrib.opentelemetry import TracingInterceptor
 
     exporter: SpanExporter = ConsoleSpanExporter()
-    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+    if settings.otel_exporter_otlp_endpoint:
         try:
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 

@@ -425,11 +425,8 @@ def test_codec_server_from_env_and_command_line(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(ValueError, match="AGENT_PAYLOAD_KEY is not set"):
         server_from_env(port=0, env={})
     env = {"AGENT_PAYLOAD_KEY": generate_key(), "AGENT_CODEC_TOKEN": "t"}
-    server = server_from_env(port=0, env=env)
-    try:
+    with server_from_env(port=0, env=env) as server:
         assert server.token == "t" and server.codec.key_id == "default"
-    finally:
-        server.server_close()
     monkeypatch.delenv("AGENT_PAYLOAD_KEY", raising=False)
     monkeypatch.delenv("AGENT_PAYLOAD_PREVIOUS_KEYS", raising=False)
     with pytest.raises(SystemExit) as caught:
