@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from contracts.session import SessionStatus, TurnResult
 from tests import fake_openai as fake
+from tests.eventually import eventually
 
 
 def echo_model(body: dict[str, Any]) -> Any:
@@ -45,12 +45,11 @@ async def wait_status(
     ready: Callable[[SessionStatus], bool],
     timeout: float = 30.0,
 ) -> SessionStatus:
-    """Poll the session's `status` (following continue-as-new) until `ready`."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
+    """Query the session's `status` (following continue-as-new) until `ready`; return it."""
+
+    async def probe() -> SessionStatus:
         status = await handle.query("status", result_type=SessionStatus)
-        if ready(status):
-            return status
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"session status never ready: {status}")
-        await asyncio.sleep(0.1)
+        assert ready(status), f"session status not ready: {status}"
+        return status
+
+    return await eventually(probe, timeout=timeout, what="the session status")

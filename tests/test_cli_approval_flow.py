@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests import fake_openai as fake
 from tests.conftest import BIN, AgentHarness
+from tests.eventually import eventually
 
 
 class Cli:
@@ -60,20 +61,20 @@ async def test_approval_flow_from_the_temporal_cli(
         "--input", '{"prompt": "write the report", "tools": ["write_file"]}',
     )  # fmt: skip
 
-    pending: list[dict[str, Any]] = []
-    for _ in range(200):
+    async def two_pending() -> list[dict[str, Any]]:
         answer = await cli.json(
             "workflow", "query", "--workflow-id", workflow_id, "--type", "pending_approvals"
         )
-        pending = answer["queryResult"][0] or []
-        if len(pending) == 2:
-            break
-        await asyncio.sleep(0.05)
+        pending: list[dict[str, Any]] = answer["queryResult"][0] or []
+        assert len(pending) == 2, pending
+        return pending
+
+    pending = await eventually(two_pending, what="two pending approvals")
     assert [p["call_id"] for p in pending] == ["w1", "w2"]
     assert pending[0]["args"] == {"path": "report.md", "content": "# Report", "overwrite": True}
 
     details = await cli("workflow", "metadata", "--workflow-id", workflow_id)
-    assert "waiting for approval: write_file" in details
+    assert "waiting for approval: `write_file" in details
     assert f"temporal workflow signal --workflow-id {workflow_id} --name approve" in details
 
     refused = await cli(
