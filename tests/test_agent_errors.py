@@ -1,5 +1,9 @@
 """Bad tools, bad replies, bad providers: every failure either goes back to the model as an
-observation or ends the run with a clear error; nothing is stuck retrying a workflow task."""
+observation or ends the run with a clear error; nothing is stuck retrying a workflow task.
+
+What the loop does with a reply runs on the scripted in-memory model; what a provider sends over
+the wire (reasoning fields, HTTP errors, malformed bodies) on the real `openai` client and the
+fake server."""
 
 from __future__ import annotations
 
@@ -12,10 +16,18 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from contracts.errors import MODEL_CALL_FAILED, TOOL_FAILED_RUN
+from contracts.messages import ChatMessage
 from loop.limits import max_iterations_message
 from loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE
 from tests import fake_openai as fake
-from tests.conftest import SECRET_API_KEY, AgentHarness, activity_types, history_json
+from tests import scripted_model as sm
+from tests.conftest import (
+    SECRET_API_KEY,
+    AgentHarness,
+    ScriptedHarness,
+    activity_types,
+    history_json,
+)
 
 
 def failure_cause(error: WorkflowFailureError) -> ApplicationError:
@@ -24,42 +36,46 @@ def failure_cause(error: WorkflowFailureError) -> ApplicationError:
     return cause
 
 
-async def test_tool_error_goes_back_to_the_model_instead_of_failing(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("refuses", {"text": "x"}), fake.call("always_fails", {"text": "y"})
-        ),
-        fake.text("I could not do it."),
+async def test_tool_error_goes_back_to_the_model_instead_of_failing(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("refuses", {"text": "x"}), sm.call("always_fails", {"text": "y"})),
+        sm.text("I could not do it."),
     )
-    result, handle = await agent.run({"prompt": "try", "tools": ["refuses", "always_fails"]})
+    result, handle = await scripted_agent.run(
+        {"prompt": "try", "tools": ["refuses", "always_fails"]}
+    )
 
     assert result.stop_reason == "completed"
     assert [(s.status, s.observation) for s in result.steps] == [
         ("error", "Error: cannot do that with 'x'"),
         ("error", "Error: the tool failed after 3 attempts: disk on fire (y)"),
     ]
-    sent = [m["content"] for m in agent.fake.requests[1]["messages"] if m["role"] == "tool"]
+    sent = [m.content for m in scripted_agent.model.requests[1].messages if m.role == "tool"]
     assert sent == [s.observation for s in result.steps]
     assert await activity_types(handle) == ["call_model", "refuses", "always_fails", "call_model"]
 
 
-async def test_transient_tool_failure_is_retried_by_temporal(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.tool_calls(fake.call("flaky", {"failures": 2})), fake.text("ok"))
-    result, _ = await agent.run({"prompt": "try", "tools": ["flaky"]})
+async def test_transient_tool_failure_is_retried_by_temporal(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(sm.tool_calls(sm.call("flaky", {"failures": 2})), sm.text("ok"))
+    result, _ = await scripted_agent.run({"prompt": "try", "tools": ["flaky"]})
     assert result.steps[0].status == "ok"
     assert result.steps[0].observation == "worked on attempt 3"
 
 
-async def test_tool_timeout_becomes_an_observation(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.tool_calls(fake.call("sleepy", {"seconds": 30})), fake.text("slow"))
-    result, _ = await agent.run({"prompt": "wait", "tools": ["sleepy"]})
+async def test_tool_timeout_becomes_an_observation(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(sm.tool_calls(sm.call("sleepy", {"seconds": 30})), sm.text("slow"))
+    result, _ = await scripted_agent.run({"prompt": "wait", "tools": ["sleepy"]})
     assert result.steps[0].status == "error"
     assert result.steps[0].observation == "Error: timed out after 1s"
 
 
-async def test_tool_with_on_error_stop_fails_the_run(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.tool_calls(fake.call("must_work", {"text": "db"})))
-    handle = await agent.start({"prompt": "go", "tools": ["must_work"]})
+async def test_tool_with_on_error_stop_fails_the_run(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(sm.tool_calls(sm.call("must_work", {"text": "db"})))
+    handle = await scripted_agent.start({"prompt": "go", "tools": ["must_work"]})
     with pytest.raises(WorkflowFailureError) as caught:
         await handle.result()
     cause = failure_cause(caught.value)
@@ -67,18 +83,20 @@ async def test_tool_with_on_error_stop_fails_the_run(agent: AgentHarness) -> Non
     assert "critical failure: db" in cause.message
 
 
-async def test_unknown_tool_and_bad_arguments_become_observations(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("launch_missiles", {"target": "moon"}, id="c1"),
-            fake.call("calculator", "{not json", id="c2"),
-            fake.call("calculator", {"expr": "1+1"}, id="c3"),
-            fake.call("calculator", "[1, 2]", id="c4"),
-            fake.call("read_file", {"path": "notes.txt"}, id="c5"),
+async def test_unknown_tool_and_bad_arguments_become_observations(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("launch_missiles", {"target": "moon"}, id="c1"),
+            sm.call("calculator", "{not json", id="c2"),
+            sm.call("calculator", {"expr": "1+1"}, id="c3"),
+            sm.call("calculator", "[1, 2]", id="c4"),
+            sm.call("read_file", {"path": "notes.txt"}, id="c5"),
         ),
-        fake.text("sorry"),
+        sm.text("sorry"),
     )
-    result, handle = await agent.run({"prompt": "x", "tools": ["calculator", "echo"]})
+    result, handle = await scripted_agent.run({"prompt": "x", "tools": ["calculator", "echo"]})
 
     observations = {s.call_id: s.observation for s in result.steps}
     assert observations["c1"] == (
@@ -96,31 +114,35 @@ async def test_unknown_tool_and_bad_arguments_become_observations(agent: AgentHa
     assert await activity_types(handle) == ["call_model", "call_model"]
 
 
-async def test_loop_stops_after_max_iterations(agent: AgentHarness) -> None:
-    agent.fake.set_handler(lambda body: fake.tool_calls(fake.call("echo", {"text": "again"})))
-    result, handle = await agent.run({"prompt": "loop", "tools": ["echo"], "max_iterations": 3})
+async def test_loop_stops_after_max_iterations(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.set_handler(
+        lambda request: sm.tool_calls(sm.call("echo", {"text": "again"}))
+    )
+    result, handle = await scripted_agent.run(
+        {"prompt": "loop", "tools": ["echo"], "max_iterations": 3}
+    )
 
     assert result.stop_reason == "max_iterations"
     assert result.answer == max_iterations_message(3)
     assert result.answer.startswith("Max iterations (3) reached.")
     assert result.iterations == 3
     assert len(result.steps) == 2  # tools of the last turn do not run: no turn is left to read them
-    assert agent.fake.request_count == 3
+    assert scripted_agent.model.request_count == 3
     assert await activity_types(handle) == [
         "call_model", "echo", "call_model", "echo", "call_model",
     ]  # fmt: skip
 
 
-async def test_empty_reply_is_asked_again_then_answered(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.text("", reasoning_content="thinking..."), fake.text("42"))
-    result, _ = await agent.run({"prompt": "meaning of life?"})
+async def test_empty_reply_is_asked_again_then_answered(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(sm.text("", reasoning_content="thinking..."), sm.text("42"))
+    result, _ = await scripted_agent.run({"prompt": "meaning of life?"})
     assert (result.answer, result.stop_reason, result.iterations) == ("42", "completed", 2)
-    assert agent.fake.requests[1]["messages"][-1] == {"role": "user", "content": EMPTY_REPLY_NUDGE}
+    assert scripted_agent.model.requests[1].messages[-1] == ChatMessage.user(EMPTY_REPLY_NUDGE)
 
 
-async def test_empty_reply_twice_stops_with_a_clear_reason(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.text(""), fake.text("   "))
-    result, _ = await agent.run({"prompt": "?"})
+async def test_empty_reply_twice_stops_with_a_clear_reason(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(sm.text(""), sm.text("   "))
+    result, _ = await scripted_agent.run({"prompt": "?"})
     assert (result.answer, result.stop_reason) == (EMPTY_ANSWER_MESSAGE, "empty_answer")
 
 
@@ -135,11 +157,13 @@ async def test_reasoning_content_is_kept_and_sent_back(agent: AgentHarness) -> N
     assert assistant["reasoning_content"] == "I should echo."
 
 
-async def test_oversized_tool_output_is_truncated_before_history(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(fake.call("big_output", {"chars": 500_000})), fake.text("ok")
+async def test_oversized_tool_output_is_truncated_before_history(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("big_output", {"chars": 500_000})), sm.text("ok")
     )
-    result, handle = await agent.run(
+    result, handle = await scripted_agent.run(
         {"prompt": "x", "tools": ["big_output"], "max_observation_chars": 1000}
     )
     observation = result.steps[0].observation
@@ -148,16 +172,16 @@ async def test_oversized_tool_output_is_truncated_before_history(agent: AgentHar
     assert len(await history_json(handle)) < 100_000
 
 
-async def test_missing_and_repeated_tool_call_ids_are_made_unique(agent: AgentHarness) -> None:
-    agent.fake.enqueue(
-        fake.tool_calls(
-            fake.call("echo", {"text": "a"}, id=""), fake.call("echo", {"text": "b"}, id="")
-        ),
-        fake.text("ok"),
+async def test_missing_and_repeated_tool_call_ids_are_made_unique(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(sm.call("echo", {"text": "a"}, id=""), sm.call("echo", {"text": "b"}, id="")),
+        sm.text("ok"),
     )
-    result, _ = await agent.run({"prompt": "x", "tools": ["echo"]})
+    result, _ = await scripted_agent.run({"prompt": "x", "tools": ["echo"]})
     assert [s.call_id for s in result.steps] == ["call_1_0", "call_1_1"]
-    sent = [m["tool_call_id"] for m in agent.fake.requests[1]["messages"] if m["role"] == "tool"]
+    sent = [m.tool_call_id for m in scripted_agent.model.requests[1].messages if m.role == "tool"]
     assert sent == ["call_1_0", "call_1_1"]
 
 
