@@ -1,32 +1,32 @@
 """Long runs stay bounded: a run continues a conversation, continues-as-new mid-loop carrying
 its scratchpad, and its model activities carry only new messages (with a full resend when the
-worker's context cache does not hold the conversation)."""
+worker's context cache does not hold the conversation). Loop logic, so the worker's model is the
+scripted in-memory one."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio.api.enums.v1 import EventType
 
-from tests import fake_openai as fake
-from tests.conftest import AgentHarness, activity_types
+from contracts.model_io import ModelRequest
+from tests import scripted_model as sm
+from tests.conftest import ScriptedHarness, activity_types
 
 
-def numbered_calls(body: dict[str, Any]) -> Any:
+def numbered_calls(request: ModelRequest) -> sm.ReplyLike:
     """A new echo call every turn (distinct arguments, so no repeat warnings)."""
-    return fake.tool_calls(fake.call("echo", {"text": f"turn {len(body['messages'])}"}))
+    return sm.tool_calls(sm.call("echo", {"text": f"turn {len(request.messages)}"}))
 
 
-async def test_a_run_can_continue_a_conversation(agent: AgentHarness) -> None:
-    agent.fake.enqueue(fake.text("You are Ann."))
+async def test_a_run_can_continue_a_conversation(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.enqueue(sm.text("You are Ann."))
     history = [
         {"role": "user", "content": "I am Ann."},
         {"role": "assistant", "content": "Hello Ann."},
     ]
-    result, _ = await agent.run({"prompt": "Who am I?", "history": history})
+    result, _ = await scripted_agent.run({"prompt": "Who am I?", "history": history})
     assert result.answer == "You are Ann."
-    sent = agent.fake.last_request["messages"]
-    assert [(m["role"], m["content"]) for m in sent] == [
+    sent = scripted_agent.model.last_request.messages
+    assert [(m.role, m.content) for m in sent] == [
         ("system", "You are a helpful assistant."),
         ("user", "I am Ann."),
         ("assistant", "Hello Ann."),
@@ -34,9 +34,11 @@ async def test_a_run_can_continue_a_conversation(agent: AgentHarness) -> None:
     ]
 
 
-async def test_long_run_continues_as_new_and_keeps_its_state(agent: AgentHarness) -> None:
-    agent.fake.set_handler(numbered_calls)
-    result, handle = await agent.run(
+async def test_long_run_continues_as_new_and_keeps_its_state(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.set_handler(numbered_calls)
+    result, handle = await scripted_agent.run(
         {"prompt": "go", "tools": ["echo"], "max_iterations": 25,
          "continue_as_new_after_events": 100}
     )  # fmt: skip
@@ -45,20 +47,22 @@ async def test_long_run_continues_as_new_and_keeps_its_state(agent: AgentHarness
     assert len(result.steps) == 24  # the scratchpad's steps survived each continue-as-new
     assert result.usage.total_tokens == 25 * 15
     assert [s.iteration for s in result.steps] == list(range(1, 25))
-    first_run = agent.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    first_run = scripted_agent.client.get_workflow_handle(
+        handle.id, run_id=handle.first_execution_run_id
+    )
     events = (await first_run.fetch_history()).events
     assert events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
     assert len(events) <= 110
     # The model kept seeing the whole conversation across runs.
-    last = agent.fake.last_request["messages"]
-    assert len([m for m in last if m["role"] == "tool"]) == 24
+    last = scripted_agent.model.last_request.messages
+    assert len([m for m in last if m.role == "tool"]) == 24
 
 
-async def test_model_activities_carry_only_new_messages(agent: AgentHarness) -> None:
-    agent.fake.set_handler(numbered_calls)
+async def test_model_activities_carry_only_new_messages(scripted_agent: ScriptedHarness) -> None:
+    scripted_agent.model.set_handler(numbered_calls)
     sizes: dict[str, int] = {}
     for transfer in ("delta", "full"):
-        _, handle = await agent.run(
+        _, handle = await scripted_agent.run(
             {"prompt": "go", "tools": ["echo"], "max_iterations": 12, "context_transfer": transfer}
         )
         history = await handle.fetch_history()
@@ -73,19 +77,21 @@ async def test_model_activities_carry_only_new_messages(agent: AgentHarness) -> 
     assert sizes["delta"] < 100  # flat: each turn carries one assistant + one tool message
 
 
-async def test_context_cache_miss_resends_the_whole_conversation(agent: AgentHarness) -> None:
-    def model(body: dict[str, Any]) -> Any:
-        if len(body["messages"]) == 4:  # the second call: forget everything the worker held
-            agent.cache._entries.clear()
-        if len(body["messages"]) >= 8:
-            return fake.text("done")
-        return numbered_calls(body)
+async def test_context_cache_miss_resends_the_whole_conversation(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    def model(request: ModelRequest) -> sm.ReplyLike:
+        if len(request.messages) == 4:  # the second call: forget everything the worker held
+            scripted_agent.cache._entries.clear()
+        if len(request.messages) >= 8:
+            return sm.text("done")
+        return numbered_calls(request)
 
-    agent.fake.set_handler(model)
-    result, handle = await agent.run({"prompt": "go", "tools": ["echo"]})
+    scripted_agent.model.set_handler(model)
+    result, handle = await scripted_agent.run({"prompt": "go", "tools": ["echo"]})
     assert result.answer == "done"
-    assert agent.cache.misses == 1
+    assert scripted_agent.cache.misses == 1
     # Same conversation, sent whole after the miss.
-    assert [len(r["messages"]) for r in agent.fake.requests] == [2, 4, 6, 8]
+    assert [len(r.messages) for r in scripted_agent.model.requests] == [2, 4, 6, 8]
     types = await activity_types(handle)
     assert types.count("call_model") == 5  # the missed call, then its full resend
