@@ -3,6 +3,7 @@ the Web UI show `calculator` with its arguments and its result."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -31,12 +32,15 @@ def render_result(result: Any) -> str:
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
-    """Transport errors of the HTTP clients a tool is likely to use (httpx comes with openai)."""
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - httpx is a dependency of openai
-        return ()
-    return (httpx.TransportError,)
+    """Transport errors of the HTTP clients a tool is likely to use: httpx, and httpx2 (which
+    the `openai` client brings), whichever are installed."""
+    found: list[type[BaseException]] = []
+    for module in ("httpx", "httpx2"):
+        try:
+            found.append(importlib.import_module(module).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
 
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (

@@ -110,6 +110,13 @@ def test_what_counts_as_transient(error: Exception, transient: bool) -> None:
     assert is_transient(error) is transient
 
 
+def test_http_transport_errors_are_transient() -> None:
+    import httpx2
+
+    error = httpx2.ConnectError("connection refused")
+    assert is_transient(error)
+
+
 def test_raising_from_a_transient_error_marks_it_transient() -> None:
     try:
         try:
