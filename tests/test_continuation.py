@@ -14,7 +14,13 @@ from loop.continuation import (
     compact_for_carry,
     compact_steps,
 )
-from loop.repetition import REMEMBERED_KEYS, observe_round, screen_round
+from loop.repetition import (
+    REMEMBERED_KEYS,
+    REMEMBERED_OBSERVATION_CHARS,
+    call_key,
+    observe_round,
+    screen_round,
+)
 from loop.tool_requests import ToolRequest
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -66,8 +72,8 @@ def test_a_thousand_iteration_run_carries_well_under_the_payload_limit() -> None
     assert carried.steps_omitted == 500
     assert carried.steps[-1].iteration == 1_499  # the most recent steps are the ones kept
     assert carried.compacted > 0 and carried.messages[1].content == "p"
-    assert len(carried.repetition.calls) <= REMEMBERED_KEYS
-    assert all(len(v) <= 300 for v in carried.repetition.last_observation.values())
+    # What the loop needs to go on guarding repetition survives the carry.
+    assert carried.repetition.calls == pad.repetition.calls
 
 
 def test_huge_observations_are_shortened_oldest_first() -> None:
@@ -85,4 +91,18 @@ def test_error_keys_do_not_keep_the_error_text() -> None:
     request = ToolRequest(ToolCall(id="c", name="t", arguments="{}"), {"a": 1})
     long_error = "Error: " + "e" * 50_000
     state = observe_round(state, [request], [(long_error, True)], 3).state
+    assert state.errors  # the error is counted, under a short key
     assert all(len(key) < 100 for key in state.errors)
+
+
+def test_repetition_state_keeps_the_most_recent_keys_and_short_quotes() -> None:
+    requests = [
+        ToolRequest(ToolCall(id=f"c{i}", name="t", arguments="{}"), {"n": i})
+        for i in range(REMEMBERED_KEYS + 10)
+    ]
+    state = screen_round(RepetitionState(), requests, 3).state
+    state = observe_round(state, requests, [("x" * 5_000, False)] * len(requests), 3).state
+    assert len(state.calls) == len(state.last_observation) == REMEMBERED_KEYS
+    assert call_key(requests[-1]) in state.calls  # the newest are kept
+    assert call_key(requests[0]) not in state.calls  # the oldest forgotten
+    assert all(len(v) <= REMEMBERED_OBSERVATION_CHARS for v in state.last_observation.values())

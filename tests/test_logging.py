@@ -40,6 +40,7 @@ async def test_workflow_and_activities_log_structured_fields(
     records = [
         r for r in caplog.records if getattr(r, "agent", None) and r.name == "temporalio.workflow"
     ]
+    assert records, "no structured workflow log records"
     assert all(r.__dict__["temporal_workflow"]["workflow_id"] == handle.id for r in records)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import uuid
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
@@ -13,7 +13,7 @@ from workflows.agent_workflow import AgentWorkflow
 
 
 async def test_runs_replay_deterministically(agent: AgentHarness) -> None:
-    group = f"replay-{time.monotonic_ns()}"
+    group = f"replay-{uuid.uuid4()}"
     agent.fake.enqueue(
         fake.tool_calls(
             fake.call("rendezvous", {"group": group, "size": 2, "label": "a"}),
