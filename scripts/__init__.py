@@ -1,0 +1,1 @@
+"""Maintenance scripts, run from the project folder as `python -m scripts.<name>`."""
