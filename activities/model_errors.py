@@ -2,7 +2,10 @@
 
 Temporal owns retries (the client has `max_retries=0`): connection errors, timeouts, 408, 409,
 429 and 5xx are retryable, with `retry-after-ms` / `Retry-After` as the next delay; other 4xx
-fail at once and carry the provider's message. The API key is scrubbed from every message.
+fail at once and carry the provider's message. 401, 403 and 404 are about the model or the
+endpoint itself (`ModelUnusable`: a fallback model may work); 400, 422 and the rest are about
+the request (`ModelRequestRejected`: another model would refuse it too). The API key is
+scrubbed from every message.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from datetime import timedelta
 import openai
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
+from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE, MODEL_UNUSABLE
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+MODEL_ITSELF_STATUS = frozenset({401, 403, 404})
 MAX_RETRY_DELAY_SECONDS = 300.0
 
 
@@ -83,7 +87,8 @@ def to_application_error(error: Exception, api_key: str | None) -> ApplicationEr
                 type=MODEL_UNAVAILABLE,
                 next_retry_delay=retry_delay(error.response.headers),
             )
-        return ApplicationError(message, type=MODEL_REQUEST_REJECTED, non_retryable=True)
+        kind = MODEL_UNUSABLE if status in MODEL_ITSELF_STATUS else MODEL_REQUEST_REJECTED
+        return ApplicationError(message, type=kind, non_retryable=True)
     if isinstance(error, openai.APITimeoutError):
         return ApplicationError("model request timed out", type=MODEL_UNAVAILABLE)
     if isinstance(error, openai.APIConnectionError):

@@ -17,8 +17,8 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import with_heartbeats
 from contracts.errors import TOOL_ERROR
 from contracts.tool_io import ToolInvocation, ToolOutput
-from loop.input_validation import describe_validation_error
 from loop.observations import truncate_observation
+from loop.validation_errors import describe_validation_error
 from tools.definition import StopRun, Tool, ToolContext, ToolError, TransientToolError
 
 

@@ -51,7 +51,7 @@ from contracts.agent_input import AgentInput
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest
-from loop.input_validation import describe_validation_error
+from loop.validation_errors import describe_validation_error
 
 WORKFLOW_TYPE = "AgentWorkflow"
 SUMMARY_CHARS = 100

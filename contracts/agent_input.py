@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
@@ -14,6 +14,7 @@ from contracts.scratchpad import Scratchpad
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
 ContextTransfer = Literal["delta", "full"]
+StructuredOutput = Literal["tool", "native"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
@@ -86,6 +87,40 @@ class AgentSettings(BaseModel):
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
     )
+    fallback_models: list[str] = Field(
+        default=[],
+        max_length=10,
+        description="Models tried in order when the primary fails for good: its retries are "
+        "used up (timeouts, 429, 5xx, connection errors) or the provider refuses the model "
+        "itself (401, 403, 404). `provider/model` names pick a provider the worker knows.",
+    )
+    parallel_tool_calls: bool | None = Field(
+        default=None,
+        description="Passed to the provider: whether the model may ask for several tool calls "
+        "in one reply. None: the provider's default.",
+    )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="JSON Schema the answer must match; the result's `output` holds it.",
+    )
+    output_type: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Name of a pydantic model the application registered as an output type "
+        "(instead of output_schema).",
+    )
+    structured_output: StructuredOutput = Field(
+        default="tool",
+        description="tool: the model answers by calling a final_result tool (any tool-calling "
+        "model); native: the provider's response_format json_schema (strict).",
+    )
+    output_retries: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="How many invalid answers go back to the model with the validation errors "
+        "before the run stops with invalid_output.",
+    )
     continue_as_new_after_events: int = Field(
         default=5_000, ge=100, le=50_000, description="History events before continue-as-new."
     )
@@ -95,6 +130,19 @@ class AgentSettings(BaseModel):
         le=40_000_000,
         description="History bytes before continue-as-new.",
     )
+
+    @field_validator("fallback_models")
+    @classmethod
+    def _fallback_models_are_names(cls, models: list[str]) -> list[str]:
+        if any(not m.strip() for m in models):
+            raise ValueError("fallback_models holds model names; an empty name was given")
+        return models
+
+    @model_validator(mode="after")
+    def _one_output_kind(self) -> AgentSettings:
+        if self.output_schema is not None and self.output_type is not None:
+            raise ValueError("give output_schema or output_type, not both")
+        return self
 
 
 MAX_HISTORY_CHARS = 1_000_000

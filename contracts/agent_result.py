@@ -18,6 +18,9 @@ StopReason = Literal[
     "cost_budget",
     "repeated_calls",
     "stopped_by_tool",
+    "invalid_output",
+    "length",
+    "content_filter",
 ]
 StepStatus = Literal["ok", "error", "rejected"]
 
@@ -42,12 +45,21 @@ class ToolStep(BaseModel):
     human: HumanDecision | None = None
 
 
+class ModelFailure(BaseModel):
+    """A model that was tried and given up on before another one answered (or none did)."""
+
+    model: str
+    error: str
+
+
 class ModelCall(BaseModel):
-    """One model call of the run: which turn, what for, how long, what it cost."""
+    """One model call of the run: which turn, what for, which model answered (and which failed
+    before it), how long, what it cost."""
 
     turn: int
     purpose: Literal["turn", "final_answer", "summary"]
     model: str
+    failed_models: list[ModelFailure] = []
     usage: TokenUsage
     tool_calls: int
     finish_reason: str | None
@@ -59,7 +71,12 @@ class AgentResult(BaseModel):
     """What a finished run returns."""
 
     answer: str
+    """The answer as text; with an output schema, the JSON of `output`."""
     stop_reason: StopReason
+    output: Any = None
+    """With `output_schema` / `output_type`: the validated JSON value of the answer."""
+    output_errors: list[str] = []
+    """With stop reason `invalid_output`: why the last answer did not match the schema."""
     iterations: int
     steps: list[ToolStep]
     steps_omitted: int = 0

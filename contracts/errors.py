@@ -9,6 +9,9 @@ MODEL_REQUEST_REJECTED = "ModelRequestRejected"
 MODEL_UNAVAILABLE = "ModelUnavailable"
 """The model provider failed transiently (connection, timeout, 408, 409, 429, 5xx); retried."""
 
+MODEL_UNUSABLE = "ModelUnusable"
+"""The provider refused this model or endpoint (401, 403, 404): a fallback model may work."""
+
 MODEL_CALL_FAILED = "ModelCallFailed"
 """The workflow gave up on the model after its retries; raised by the workflow."""
 

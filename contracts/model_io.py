@@ -55,6 +55,11 @@ class ModelRequest(BaseModel):
     tools: list[ToolSchema] = []
     tool_choice: Literal["auto", "none"] | None = None
     """`none` asks for text only (the last call at max iterations, summaries)."""
+    parallel_tool_calls: bool | None = None
+    """Whether the model may ask for several tool calls in one reply (None: provider default);
+    sent only when tools are offered."""
+    response_format: dict[str, Any] | None = None
+    """The provider's structured-output request (`json_schema`), for native typed answers."""
     turn: int = 1
     purpose: Literal["turn", "final_answer", "summary"] = "turn"
 

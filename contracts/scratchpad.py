@@ -51,3 +51,7 @@ class Scratchpad(BaseModel):
     """Messages before this index (the prompt excepted) are covered by `summary`."""
     compacted: int = 0
     """Messages removed when the run was carried across continue-as-new (never sent again)."""
+    output_retries_used: int = 0
+    """Invalid typed answers so far (see `loop.output`)."""
+    output_errors: list[str] = []
+    """Why the last invalid typed answer was invalid."""

@@ -7,7 +7,7 @@ session remembers a window of earlier turns and passes it to the next turn as `h
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,7 +34,23 @@ class MemoryTurn(BaseModel):
     incomplete: str | None = None
 
 
-class QueuedMessage(BaseModel):
+class TurnOutput(BaseModel):
+    """A typed answer asked for by one message (overrides the session's agent settings)."""
+
+    output_schema: dict[str, Any] | None = Field(
+        default=None, description="JSON Schema this turn's answer must match."
+    )
+    output_type: str | None = Field(
+        default=None, min_length=1, description="A registered output type, instead."
+    )
+
+    def overrides(self) -> dict[str, Any]:
+        """The output fields this message sets (they replace the session's agent settings)."""
+        fields = {name: getattr(self, name) for name in TurnOutput.model_fields}
+        return {name: value for name, value in fields.items() if value is not None}
+
+
+class QueuedMessage(TurnOutput):
     """A message waiting for its turn; `id` is the update id, or `signal-N` for a signal."""
 
     id: str
@@ -52,6 +68,7 @@ class TurnReport(BaseModel):
     steps: list[ToolStep] = []
     usage: TokenUsage = TokenUsage()
     error: str | None = None
+    output: Any = None
 
 
 class PendingList(BaseModel):
@@ -70,6 +87,8 @@ class TurnResult(BaseModel):
     steps: list[ToolStep]
     usage: TokenUsage
     error: str | None = None
+    output: Any = None
+    """The turn's validated typed answer, when its message asked for one."""
 
 
 class RunningTurn(BaseModel):
@@ -109,8 +128,8 @@ class SessionInput(BaseModel):
     )
 
 
-class SendMessage(BaseModel):
-    """Update or signal `send`: `{"text": "...", "by"?: "..."}`."""
+class SendMessage(TurnOutput):
+    """Update or signal `send`: `{"text": "...", "by"?: "...", "output_schema"?: {...}}`."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -19,7 +19,7 @@ from contracts.approvals import (
     TimeoutAction,
     WaitKind,
 )
-from loop.input_validation import describe_validation_error
+from loop.validation_errors import describe_validation_error
 from tools.definition import Tool
 
 

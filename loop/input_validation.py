@@ -7,24 +7,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contracts.agent_input import AgentInput
+from contracts.agent_input import AgentInput, AgentSettings
+from loop.output import FINAL_RESULT_TOOL, STOP_TOOLS_REPLACED_BY_OUTPUT, schema_problem
+from loop.validation_errors import describe_validation_error
 
 
 class InvalidAgentInput(ValueError):
     """The workflow input cannot be used; the message names each bad field."""
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """One line per problem: `field.path: message` (the root is called `input`)."""
-    lines = []
-    for problem in error.errors():
-        where = ".".join(str(part) for part in problem["loc"]) or "input"
-        lines.append(f"{where}: {problem['msg']}")
-    return "; ".join(lines)
-
-
-def validate_agent_input(raw: Any, known_tools: Iterable[str]) -> AgentInput:
-    """Parse `raw` (a dict from JSON, or an `AgentInput`) and check tool names exist.
+def validate_agent_input(
+    raw: Any, known_tools: Iterable[str], output_types: Iterable[str] = ()
+) -> AgentInput:
+    """Parse `raw` (a dict from JSON, or an `AgentInput`); check tool names and the output
+    schema or type.
 
     Raises `InvalidAgentInput` with a message such as
     `invalid AgentWorkflow input: max_iterations: Input should be greater than or equal to 1`.
@@ -42,12 +38,47 @@ def validate_agent_input(raw: Any, known_tools: Iterable[str]) -> AgentInput:
         raise InvalidAgentInput(
             f"invalid AgentWorkflow input: {describe_validation_error(error)}"
         ) from None
+    known = list(known_tools)
     if params.tools is not None:
-        known = list(known_tools)
         unknown = [name for name in params.tools if name not in known]
         if unknown:
             raise InvalidAgentInput(
                 f"invalid AgentWorkflow input: tools: unknown tool(s) {', '.join(unknown)}; "
                 f"available: {', '.join(known) or 'none'}"
             )
+    problem = output_problem(params, known, list(output_types))
+    if problem:
+        raise InvalidAgentInput(f"invalid AgentWorkflow input: {problem}")
     return params
+
+
+def output_problem(
+    settings: AgentSettings, known_tools: list[str], output_types: list[str]
+) -> str | None:
+    """Why the output schema or type cannot be used, naming the field; or None."""
+    if settings.output_type is not None and settings.output_type not in output_types:
+        return (
+            f"output_type: unknown output type {settings.output_type!r}; registered: "
+            f"{', '.join(output_types) or 'none'}"
+        )
+    schema = settings.output_schema
+    if schema is not None:
+        problem = schema_problem(schema)
+        if problem:
+            return f"output_schema: not a valid JSON Schema: {problem}"
+        if settings.structured_output == "native" and schema.get("type") != "object":
+            return (
+                'output_schema: structured_output "native" needs an object schema '
+                '({"type": "object", ...}); use "tool" for other schemas'
+            )
+    if settings.output_schema is None and settings.output_type is None:
+        return None
+    if FINAL_RESULT_TOOL in known_tools:
+        return f"tools: a registered tool is named {FINAL_RESULT_TOOL!r}, the typed answer's tool"
+    stop_tools = [t for t in settings.tools or [] if t in STOP_TOOLS_REPLACED_BY_OUTPUT]
+    if stop_tools:
+        return (
+            f"tools: {', '.join(stop_tools)} ends a run with free text; with an output schema "
+            f"the run ends through {FINAL_RESULT_TOOL}"
+        )
+    return None

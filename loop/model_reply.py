@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
 from contracts.scratchpad import Scratchpad
+from loop.output import OutputSpec, Reading, read_typed_reply
 from loop.stop import Outcome
 
 EMPTY_REPLY_NUDGE = (
     "Your last reply was empty. Answer the user's request now, or call one of the tools."
 )
 EMPTY_ANSWER_MESSAGE = "The model returned no answer (an empty reply, twice in a row)."
+CUT_OFF_NOTE = "\n\n[The reply was cut off at the model's output token limit.]"
+FILTERED_MESSAGE = "The model provider's content filter stopped the reply."
 
 
 def normalize_reply(reply: ModelReply, iteration: int) -> ModelReply:
@@ -72,20 +75,32 @@ def read_final_answer(reply: ModelReply, already_nudged: bool) -> FinalAnswer | 
     return AskAgain(nudge=ChatMessage.user(EMPTY_REPLY_NUDGE))
 
 
-def read_reply(pad: Scratchpad, reply: ModelReply) -> tuple[Scratchpad, Outcome]:
-    """What a reply means for the loop. Tool calls: a round of tools comes next. Text: the
-    final answer. Empty: the scratchpad gains a nudge (asked once), or the run gives up.
+def read_reply(pad: Scratchpad, reply: ModelReply, spec: OutputSpec | None = None) -> Reading:
+    """What a reply means for the loop.
 
-    Seam: a typed-output reader replaces this for runs that must answer with a schema.
+    - Cut off at the token limit (`length`) or stopped by the content filter: the run stops;
+      cut-off text is never returned as if it were complete.
+    - With an output schema: a `final_result` call or a text answer is validated (see
+      `loop.output`); an invalid one goes back to the model with the errors.
+    - Tool calls: a round of tools comes next.
+    - Text: the final answer. Empty: the scratchpad gains a nudge (asked once), or the run
+      gives up.
     """
+    text = reply.content or ""
+    if not reply.tool_calls and reply.finish_reason == "length":
+        return Reading(pad, Outcome(cut_off=text.rstrip() + CUT_OFF_NOTE))
+    if reply.finish_reason == "content_filter":
+        return Reading(pad, Outcome(filtered=text.strip() or FILTERED_MESSAGE))
+    if spec is not None and (typed := read_typed_reply(pad, reply, spec)) is not None:
+        return typed
     if reply.tool_calls:
-        return pad, Outcome()
+        return Reading(pad, Outcome())
     reading = read_final_answer(reply, already_nudged=pad.nudged_empty)
     if isinstance(reading, AskAgain):
         nudged = pad.model_copy(
             update={"messages": [*pad.messages, reading.nudge], "nudged_empty": True}
         )
-        return nudged, Outcome()
+        return Reading(nudged, Outcome())
     if isinstance(reading, GiveUp):
-        return pad, Outcome(gave_up=reading.text)
-    return pad, Outcome(answer=reading.text)
+        return Reading(pad, Outcome(gave_up=reading.text))
+    return Reading(pad, Outcome(answer=reading.text))

@@ -90,6 +90,8 @@ def run_result(pad: Scratchpad, stop: Stop) -> AgentResult:
     return AgentResult(
         answer=stop.answer,
         stop_reason=stop.reason,
+        output=stop.output,
+        output_errors=pad.output_errors if stop.reason == "invalid_output" else [],
         iterations=pad.iteration,
         steps=compact_steps(pad.steps),
         steps_omitted=pad.steps_omitted,

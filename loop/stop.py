@@ -4,7 +4,10 @@ One pure decision, asked at two points of every iteration: after the model's rep
 read, and after a round of tools has run. It covers, in this order of precedence:
 
 1. a final answer (returned even when a budget is passed: the work is done);
-2. an empty answer after the nudge (`empty_answer`);
+2. an answer that cannot be used: empty after the nudge (`empty_answer`), still invalid for the
+   output schema after the retries (`invalid_output`), cut off at the provider's token limit
+   (`length`: never returned as if complete), or stopped by its content filter
+   (`content_filter`);
 3. a tool that ended the run (`stopped_by_tool`: `final_answer`, or a tool returning `StopRun`);
 4. a model that kept repeating a call or an error after it was warned (`repeated_calls`);
 5. a token or cost budget used up (`token_budget`, `cost_budget`);
@@ -15,6 +18,7 @@ read, and after a round of tools has run. It covers, in this order of precedence
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from contracts.agent_input import AgentInput
 from contracts.agent_result import StopReason
@@ -47,6 +51,8 @@ class Stop:
 
     reason: StopReason
     answer: str
+    output: Any = None
+    """The validated typed answer (with an output schema)."""
 
 
 @dataclass(frozen=True)
@@ -55,8 +61,16 @@ class Outcome:
 
     answer: str | None = None
     """Text of a final answer."""
+    output: Any = None
+    """The validated typed answer, with an output schema."""
     gave_up: str | None = None
     """The model answered empty again after the nudge; this is the text to return."""
+    invalid_output: str | None = None
+    """The last answer, still invalid for the output schema after the retries."""
+    cut_off: str | None = None
+    """The reply was cut off at the provider's token limit (`finish_reason: length`)."""
+    filtered: str | None = None
+    """The provider's content filter stopped the reply (`finish_reason: content_filter`)."""
     stopped_by_tool: str | None = None
     """Answer of a tool that ended the run."""
     repeated_tool: str | None = None
@@ -66,9 +80,15 @@ class Outcome:
 def decide_stop(pad: Scratchpad, limits: Limits, outcome: Outcome) -> Stop | None:
     """The stop reason and answer, or None to go on (see the module docstring for the order)."""
     if outcome.answer is not None:
-        return Stop("completed", outcome.answer)
+        return Stop("completed", outcome.answer, outcome.output)
     if outcome.gave_up is not None:
         return Stop("empty_answer", outcome.gave_up)
+    if outcome.invalid_output is not None:
+        return Stop("invalid_output", outcome.invalid_output)
+    if outcome.cut_off is not None:
+        return Stop("length", outcome.cut_off)
+    if outcome.filtered is not None:
+        return Stop("content_filter", outcome.filtered)
     if outcome.stopped_by_tool is not None:
         return Stop("stopped_by_tool", outcome.stopped_by_tool)
     if outcome.repeated_tool is not None:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from contracts.messages import ToolCall
-from loop.input_validation import describe_validation_error
+from loop.validation_errors import describe_validation_error
 
 
 @dataclass(frozen=True)

@@ -134,23 +134,34 @@ def reply(content: str | None = None, *calls: ToolCall) -> ModelReply:
 
 def test_tool_calls_go_on_to_a_round() -> None:
     before = pad()
-    after, outcome = read_reply(
-        before, reply("thinking...", ToolCall(id="a", name="t", arguments=""))
-    )
-    assert after is before and outcome == Outcome()
+    reading = read_reply(before, reply("thinking...", ToolCall(id="a", name="t", arguments="")))
+    assert reading.pad is before and reading.outcome == Outcome() and not reading.refused
 
 
 def test_text_is_the_final_answer() -> None:
-    _, outcome = read_reply(pad(), reply("  42 "))
-    assert outcome == Outcome(answer="  42 ")
+    assert read_reply(pad(), reply("  42 ")).outcome == Outcome(answer="  42 ")
 
 
 def test_an_empty_reply_is_nudged_once_then_given_up() -> None:
-    nudged, outcome = read_reply(pad(), reply("  "))
-    assert outcome == Outcome()
+    first = read_reply(pad(), reply("  "))
+    nudged = first.pad
+    assert first.outcome == Outcome()
     assert nudged.nudged_empty and nudged.messages[-1] == ChatMessage.user(EMPTY_REPLY_NUDGE)
-    again, outcome = read_reply(nudged, reply(None))
-    assert again is nudged and outcome == Outcome(gave_up=EMPTY_ANSWER_MESSAGE)
+    again = read_reply(nudged, reply(None))
+    assert again.pad is nudged and again.outcome == Outcome(gave_up=EMPTY_ANSWER_MESSAGE)
+
+
+def test_a_cut_off_reply_is_never_a_completed_answer() -> None:
+    cut = ModelReply(model="m", content="The answer is 4", finish_reason="length")
+    stop = decide_stop(pad(), LIMITS, read_reply(pad(), cut).outcome)
+    assert stop is not None and stop.reason == "length"
+    assert stop.answer.startswith("The answer is 4") and "cut off" in stop.answer
+
+
+def test_a_filtered_reply_stops_with_its_own_reason() -> None:
+    filtered = ModelReply(model="m", content=None, finish_reason="content_filter")
+    stop = decide_stop(pad(), LIMITS, read_reply(pad(), filtered).outcome)
+    assert stop is not None and stop.reason == "content_filter" and "filter" in stop.answer
 
 
 # --- the scratchpad moves forward -----------------------------------------------------------

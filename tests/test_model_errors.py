@@ -19,7 +19,7 @@ from activities.model_errors import (
     scrub,
     to_application_error,
 )
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
+from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE, MODEL_UNUSABLE
 
 API_KEY = "sk-unit-test-KEY-0123456789abcdef"
 URL = "http://x/v1/chat/completions"
@@ -165,15 +165,26 @@ def test_scrub() -> None:
 # --- to_application_error ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-def test_client_errors_are_rejected_without_retry(status: int) -> None:
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, MODEL_REQUEST_REJECTED),
+        (401, MODEL_UNUSABLE),
+        (403, MODEL_UNUSABLE),
+        (404, MODEL_UNUSABLE),
+        (422, MODEL_REQUEST_REJECTED),
+    ],
+)
+def test_client_errors_are_rejected_without_retry(status: int, kind: str) -> None:
+    """401/403/404 are about the model or endpoint (a fallback may work); 400/422 about the
+    request (another model would refuse it too)."""
     error = status_error(status, headers={"retry-after": "5"})
 
     app_error = to_application_error(error, API_KEY)
 
     assert isinstance(app_error, ApplicationError)
     assert app_error.non_retryable is True
-    assert app_error.type == MODEL_REQUEST_REJECTED
+    assert app_error.type == kind
     assert app_error.message == f"model provider answered {status}: provider says {status}"
 
 

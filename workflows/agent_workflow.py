@@ -46,6 +46,14 @@ with workflow.unsafe.imports_passed_through():
     from loop.input_validation import InvalidAgentInput, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import read_reply
+    from loop.output import (
+        STOP_TOOLS_REPLACED_BY_OUTPUT,
+        OutputSpec,
+        final_result_tool,
+        output_spec,
+        parse_text,
+        render_output,
+    )
     from loop.progress import (
         first_scratchpad,
         next_iteration,
@@ -56,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.status import current_details, run_status, visible_phase
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
-    from tools.catalog import REGISTRY
+    from tools.catalog import OUTPUT_TYPES, REGISTRY
     from tools.definition import Tool
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
@@ -163,7 +171,7 @@ class AgentWorkflow:
         # The input arrives untyped on purpose: if the SDK decoded it into AgentInput, bad CLI
         # JSON would fail the workflow *task* and retry forever; here it fails the run at once.
         try:
-            params = validate_agent_input(raw_input, REGISTRY.names())
+            params = validate_agent_input(raw_input, REGISTRY.names(), OUTPUT_TYPES.names())
         except InvalidAgentInput as error:
             refuse(str(error), INVALID_INPUT)
         self._params = params
@@ -191,9 +199,12 @@ class AgentWorkflow:
     async def _react(self, params: AgentInput) -> AgentResult:
         """The loop: ask the model → a final answer or a nudge → run one round of tools →
         decide whether to stop → repeat."""
-        tools = self._tools_for(params)
+        output = output_spec(params, OUTPUT_TYPES.as_dict())
+        tools = self._tools_for(params, output)
         schemas = [t.schema() for t in tools]
-        model = ModelGateway(params, self._log)
+        if output is not None and output.mode == "tool":
+            schemas.append(final_result_tool(output))
+        model = ModelGateway(params, self._log, output)
         tool_round = ToolRound(params, tools, self._gate, self._log)
         limits = Limits.of(params)
         self._announce(params, tools)
@@ -203,19 +214,25 @@ class AgentWorkflow:
             self._set_phase("thinking")
             await self._summarize_old_context(params, model)
             reply = await self._ask(model, schemas)
-            self._pad, outcome = read_reply(self._pad, reply)
-            stop = decide_stop(self._pad, limits, outcome)
+            reading = read_reply(self._pad, reply, output)
+            self._pad = reading.pad
+            stop = decide_stop(self._pad, limits, reading.outcome)
             if stop is None and reply.tool_calls:
                 self._set_phase("running_tools")
-                done = await tool_round.run(self._pad, reply)
+                done = await tool_round.run(self._pad, reply, reading.refused)
                 self._pad = with_round(self._pad, reply, done)
                 stop = decide_stop(self._pad, limits, done.outcome)
             if stop is not None:
-                return await self._conclude(params, stop, model, schemas)
+                return await self._conclude(params, stop, model, schemas, output)
 
-    def _tools_for(self, params: AgentInput) -> list[Tool]:
-        """The run's tools (seam: tools listed from outside servers join them here)."""
-        return REGISTRY.select(params.tools)
+    def _tools_for(self, params: AgentInput, output: OutputSpec | None) -> list[Tool]:
+        """The run's tools (seam: tools listed from outside servers join them here). With an
+        output schema the run ends through `final_result`, so stop tools that end it with free
+        text are left out."""
+        tools = REGISTRY.select(params.tools)
+        if output is not None:
+            tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]
+        return tools
 
     async def _summarize_old_context(self, params: AgentInput, model: ModelGateway) -> None:
         """With `context_strategy: summarize`, fold the messages about to leave the context
@@ -239,7 +256,12 @@ class AgentWorkflow:
         return answer.reply
 
     async def _conclude(
-        self, params: AgentInput, stop: Stop, model: ModelGateway, schemas: list[ToolSchema]
+        self,
+        params: AgentInput,
+        stop: Stop,
+        model: ModelGateway,
+        schemas: list[ToolSchema],
+        output: OutputSpec | None,
     ) -> AgentResult:
         """End the run. At max iterations, `on_max_iterations` says how: stop with the partial
         result, ask once more without tools for the best answer, or fail with the partial result
@@ -258,8 +280,14 @@ class AgentWorkflow:
             await self._summarize_old_context(params, model)
             prompt = ChatMessage.user(FINAL_ANSWER_PROMPT)
             reply = await self._ask(model, schemas, "final_answer", [prompt])
-            if (reply.content or "").strip():
-                stop = Stop("max_iterations", reply.content or "")
+            text = reply.content or ""
+            if text.strip():
+                value, errors = parse_text(output, text) if output else (None, ["untyped"])
+                stop = (
+                    Stop("max_iterations", render_output(value), value)
+                    if not errors
+                    else Stop("max_iterations", text)
+                )
         return self._finish(stop)
 
     def _finish(self, stop: Stop) -> AgentResult:
@@ -324,6 +352,7 @@ class AgentWorkflow:
             steps=compact_steps(result.steps, budget_chars=4_000) if result else [],
             usage=result.usage if result else self._pad.usage,
             error=None if error is None else str(error) or type(error).__name__,
+            output=result.output if result else None,
         )
         await self._signal_session(params, "turn_finished", report)
 

@@ -2,15 +2,20 @@
 
 It owns what is the same for every model call: the `call_model` activity's options (in
 Temporal's own types), the context transfer (only the messages added since the run's previous
-call, with one full resend when the worker's context cache misses), mapping a failed activity to
-a run failure, and counting what each call cost. It returns answers; the workflow records them.
+call, with one full resend when the worker's context cache misses), fallback models, mapping a
+failed activity to a run failure, and counting what each call cost. It returns answers; the
+workflow records them.
 
-Seam for fallback models: `_call` is where a list of models would be tried in order.
+Fallback: the primary model is tried first on every call; the next model is tried when one
+fails for good: its retries are used up (timeouts, 429, 5xx, connection errors), or the provider
+refuses the model itself (401, 403, 404: `ModelUnusable`). A request the provider rejects
+(400, 422: `ModelRequestRejected`, e.g. a context that is too long) fails the run: another model
+would only hide it.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 from temporalio import workflow
@@ -18,6 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    RetryState,
     TimeoutError,
     is_cancelled_exception,
 )
@@ -25,8 +31,13 @@ from temporalio.workflow import ActivityCancellationType, ActivityConfig
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
-    from contracts.agent_result import ModelCall
-    from contracts.errors import MODEL_CALL_FAILED, MODEL_REQUEST_REJECTED, NO_PRICE_FOR_MODEL
+    from contracts.agent_result import ModelCall, ModelFailure
+    from contracts.errors import (
+        MODEL_CALL_FAILED,
+        MODEL_REQUEST_REJECTED,
+        MODEL_UNUSABLE,
+        NO_PRICE_FOR_MODEL,
+    )
     from contracts.messages import ChatMessage
     from contracts.model_io import (
         CALL_MODEL_ACTIVITY,
@@ -40,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.context_plan import SummaryDue, plan_context
     from loop.context_window import context_messages
     from loop.model_reply import normalize_reply
+    from loop.output import OutputSpec, response_format
     from loop.progress import ModelAnswer
     from loop.summaries import model_call_summary
     from workflows.run_log import RunLog, ms_since
@@ -65,6 +77,21 @@ def model_activity_config(params: AgentInput) -> ActivityConfig:
     )
 
 
+def failure_of(error: ActivityError) -> tuple[str, bool]:
+    """What went wrong with a model, and whether the next model may be tried."""
+    cause = error.cause
+    detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else str(error)
+    if isinstance(cause, ApplicationError) and cause.type == MODEL_UNUSABLE:
+        return detail, True
+    exhausted = error.retry_state in (RetryState.MAXIMUM_ATTEMPTS_REACHED, RetryState.TIMEOUT)
+    rejected = isinstance(cause, ApplicationError) and cause.type == MODEL_REQUEST_REJECTED
+    return detail, exhausted and not rejected
+
+
+def failures_text(failures: list[ModelFailure]) -> str:
+    return "every model failed: " + "; ".join(f"{f.model}: {f.error}" for f in failures)
+
+
 def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
     """`answer`, which a full resend always gives (a cache miss needs a delta to miss)."""
     if answer is None:
@@ -79,9 +106,14 @@ def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
 class ModelGateway:
     """Calls the model for one run (one instance per workflow run)."""
 
-    def __init__(self, params: AgentInput, log: RunLog):
+    def __init__(self, params: AgentInput, log: RunLog, output: OutputSpec | None = None):
         self._params = params
         self._config = model_activity_config(params)
+        self._models: list[str | None] = [params.model, *params.fallback_models]
+        """In the order they are tried; None is the worker's default model."""
+        self._response_format = (
+            response_format(output) if output is not None and output.mode == "native" else None
+        )
         self._log = log
         self._sent_messages = 0
         """How many of the run's messages the worker's context cache holds (this run only: the
@@ -104,6 +136,8 @@ class ModelGateway:
             model=params.model,
             tools=tools,
             tool_choice="none" if purpose == "final_answer" and tools else None,
+            parallel_tool_calls=params.parallel_tool_calls,
+            response_format=self._response_format,
             turn=pad.iteration,
             purpose=purpose,
         )
@@ -144,28 +178,55 @@ class ModelGateway:
         return answered(await self._call(request), pad.iteration)
 
     async def _call(self, request: ModelRequest) -> ModelAnswer | None:
-        """Run the `call_model` activity; None when the worker's context cache missed."""
+        """Run the `call_model` activity with each model in turn until one answers; None when
+        the worker's context cache missed (nothing was asked)."""
         started = workflow.now()
-        config: ActivityConfig = {
-            **self._config,
-            "summary": model_call_summary(self._params.model, request.turn, request.purpose),
-        }
-        try:
-            reply = await workflow.execute_activity(
-                CALL_MODEL_ACTIVITY, request, result_type=ModelReply, **config
-            )
-        except ActivityError as error:
-            if is_cancelled_exception(error):
-                raise
-            cause = error.cause
-            detail = cause.message if isinstance(cause, ApplicationError | TimeoutError) else error
-            raise ApplicationError(
-                f"model call failed at turn {request.turn}: {detail}",
-                type=MODEL_CALL_FAILED,
-                non_retryable=True,
-            ) from error
-        if reply.context_cache_miss:
-            return None
+        failures: list[ModelFailure] = []
+        for index, model in enumerate(self._models):
+            asked = request.model_copy(update={"model": model})
+            config: ActivityConfig = {
+                **self._config,
+                "summary": model_call_summary(model, request.turn, request.purpose),
+            }
+            try:
+                reply = await workflow.execute_activity(
+                    CALL_MODEL_ACTIVITY, asked, result_type=ModelReply, **config
+                )
+            except ActivityError as error:
+                if is_cancelled_exception(error):
+                    raise
+                detail, may_fall_back = failure_of(error)
+                name = model or "the default model"
+                failures.append(ModelFailure(model=name, error=detail))
+                if may_fall_back and index + 1 < len(self._models):
+                    self._log(
+                        "model %s failed at turn %d (%s); trying %s",
+                        name,
+                        request.turn,
+                        detail,
+                        self._models[index + 1],
+                        model=name,
+                        outcome="fallback",
+                    )
+                    continue
+                raise ApplicationError(
+                    f"model call failed at turn {request.turn}: "
+                    + (detail if len(failures) == 1 else failures_text(failures)),
+                    type=MODEL_CALL_FAILED,
+                    non_retryable=True,
+                ) from error
+            if reply.context_cache_miss:
+                return None
+            return self._answer(request, reply, started, failures)
+        raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
+
+    def _answer(
+        self,
+        request: ModelRequest,
+        reply: ModelReply,
+        started: datetime,
+        failures: list[ModelFailure],
+    ) -> ModelAnswer:
         self._log(
             "model %s answered turn %d (%s): %d tool calls, %d tokens",
             reply.model,
@@ -184,6 +245,7 @@ class ModelGateway:
             turn=request.turn,
             purpose=request.purpose,
             model=reply.model,
+            failed_models=failures,
             usage=reply.usage,
             tool_calls=len(reply.tool_calls),
             finish_reason=reply.finish_reason,

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
-    from loop.input_validation import describe_validation_error
+    from loop.validation_errors import describe_validation_error
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

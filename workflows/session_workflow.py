@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         TurnReport,
         TurnResult,
     )
+    from loop.input_validation import output_problem
     from loop.limits import should_continue_as_new
     from loop.memory import (
         incomplete_reason,
@@ -47,9 +48,14 @@ with workflow.unsafe.imports_passed_through():
         remember,
     )
     from loop.session_details import idle_details, turn_details
+    from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
+
+
+def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
+    return QueuedMessage(id=queued_id, text=message.text, by=message.by, **message.overrides())
 
 
 @workflow.defn(name="SessionWorkflow")
@@ -71,7 +77,7 @@ class SessionWorkflow:
         info = workflow.current_update_info()
         # Each queued message needs its own id; an update's id can arrive empty from some clients.
         queued_id = info.id if info and info.id else f"update-{workflow.uuid4()}"
-        self._carry.queued.append(QueuedMessage(id=queued_id, text=message.text, by=message.by))
+        self._carry.queued.append(queued_message(queued_id, message))
         await workflow.wait_condition(lambda: queued_id in self._results)
         return self._results.pop(queued_id)
 
@@ -88,8 +94,7 @@ class SessionWorkflow:
         except ApplicationError as error:
             workflow.logger.warning("signal send ignored: %s", error.message)
             return
-        queued = QueuedMessage(id=f"signal-{workflow.uuid4()}", text=message.text, by=message.by)
-        self._carry.queued.append(queued)
+        self._carry.queued.append(queued_message(f"signal-{workflow.uuid4()}", message))
 
     @workflow.signal(name="end")
     def end(self, raw: Any = None) -> None:
@@ -114,6 +119,11 @@ class SessionWorkflow:
                 f"{self._params.max_message_chars}",
                 SESSION_REFUSED,
             )
+        if message.overrides():
+            settings = self._params.agent.model_copy(update=message.overrides())
+            problem = output_problem(settings, REGISTRY.names(), OUTPUT_TYPES.names())
+            if problem:
+                refuse(problem, SESSION_REFUSED)
         return message
 
     # -- from the turns ------------------------------------------------------------------------
@@ -246,7 +256,7 @@ class SessionWorkflow:
         turn_id = message.id
         workflow_id = f"{session_id}/turn-{carry.turns}"
         agent_input = AgentInput(
-            **self._params.agent.model_dump(),
+            **{**self._params.agent.model_dump(), **message.overrides()},
             prompt=message.text,
             history=memory_messages(carry.memory),
             session=SessionLink(workflow_id=session_id, turn_id=turn_id),
@@ -295,6 +305,7 @@ class SessionWorkflow:
             steps=report.steps,
             usage=report.usage,
             error=report.error,
+            output=report.output,
         )
         carry.running = None
         carry.pending = []

@@ -14,7 +14,7 @@ listed from outside servers would be added.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -79,13 +79,18 @@ class ToolRound:
         self._gate = gate
         self._log = log
 
-    async def run(self, pad: Scratchpad, reply: ModelReply) -> Round:
+    async def run(
+        self, pad: Scratchpad, reply: ModelReply, refused: Mapping[str, str] | None = None
+    ) -> Round:
         """Screen, run and observe the calls of `reply`; a repeat after a warning stops the
-        round before anything runs."""
+        round before anything runs. Calls in `refused` (by id) do not run: their observation is
+        given (an invalid typed answer's validation errors)."""
         max_repeats = self._params.max_repeated_calls
-        screened = screen_round(
-            pad.repetition, plan_tool_calls(reply.tool_calls, self._arg_models), max_repeats
-        )
+        planned = [
+            RefusedCall(p.call, refused[p.call.id]) if refused and p.call.id in refused else p
+            for p in plan_tool_calls(reply.tool_calls, self._arg_models)
+        ]
+        screened = screen_round(pad.repetition, planned, max_repeats)
         if screened.stop_tool:
             return Round(repeated_tool=screened.stop_tool)
         outcomes = await asyncio.gather(
