@@ -51,6 +51,7 @@ from contracts.agent_input import AgentInput
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest
+from loop.output import schema_problem
 from loop.validation_errors import describe_validation_error
 
 WORKFLOW_TYPE = "AgentWorkflow"
@@ -117,6 +118,12 @@ def build_input(args: argparse.Namespace) -> dict[str, Any]:
         payload["model"] = args.model
     if args.max_iterations is not None:
         payload["max_iterations"] = args.max_iterations
+    if args.output_schema:
+        schema = parse_json_object(f"@{args.output_schema}", "--output-schema")
+        problem = schema_problem(schema)
+        if problem:
+            raise CliError(f"--output-schema: not a valid JSON Schema: {problem}")
+        payload["output_schema"] = schema
     try:
         AgentInput.model_validate(payload)
     except ValidationError as error:
@@ -137,7 +144,9 @@ def run_details(payload: dict[str, Any], by: str | None) -> str:
         ("tools", ", ".join(payload["tools"]) if "tools" in payload else "all registered"),
         ("max iterations", payload.get("max_iterations", 10)),
     ]
-    shown = {"prompt", "model", "tools", "max_iterations"}
+    shown = {"prompt", "model", "tools", "max_iterations", "output_schema"}
+    if "output_schema" in payload:
+        rows.append(("output schema", "given (the answer is validated JSON)"))
     rows += [(k.replace("_", " "), v) for k, v in payload.items() if k not in shown]
     table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
     who = f" by {by}" if by else ""

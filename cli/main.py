@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--model", help="model name (default: the worker's MODEL)")
     run.add_argument("--max-iterations", type=int, metavar="N", help="most model calls")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="a JSON Schema file: the answer must match it; prints the validated JSON",
+    )
     run.add_argument("--id", metavar="WORKFLOW_ID", help="workflow id (default: agent-<random>)")
     run.add_argument(
         "--input-json",

@@ -282,7 +282,7 @@ class ProgressView:
         self.console.line(f"done · {render.result_summary(result)}")
         if show_answer:
             self.console.line()
-            self.console.line(result.answer)
+            self.console.line(render.answer_text(result))
 
 
 def _install_sigint(callback: Callable[[], None]) -> bool:

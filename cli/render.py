@@ -76,6 +76,13 @@ def pending_line(request: PendingRequest) -> str:
     )
 
 
+def answer_text(result: AgentResult) -> str:
+    """The answer to print: a typed answer as indented JSON, else the text."""
+    if result.output is not None:
+        return json.dumps(result.output, indent=2, ensure_ascii=False)
+    return result.answer
+
+
 def answer_commands(prefix: str, workflow_id: str, request: PendingRequest) -> list[str]:
     """The `agent` commands that answer `request` from another shell."""
     wid, call = shlex.quote(workflow_id), shlex.quote(request.call_id)
