@@ -28,6 +28,9 @@ _STOP_REASON_EXIT: dict[StopReason, int] = {
     "repeated_calls": RUN_INCOMPLETE,
     "token_budget": RUN_INCOMPLETE,
     "cost_budget": RUN_INCOMPLETE,
+    "invalid_output": RUN_INCOMPLETE,
+    "length": RUN_INCOMPLETE,
+    "content_filter": RUN_INCOMPLETE,
 }
 
 

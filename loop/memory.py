@@ -29,6 +29,9 @@ LIMIT_REASONS: dict[StopReason, str] = {
     "cost_budget": "it used up its cost budget (cost_budget)",
     "repeated_calls": "it kept repeating the same tool call and was stopped (max_repeated_calls)",
     "empty_answer": "the model gave an empty reply",
+    "invalid_output": "its answer did not match the requested output schema (output_retries)",
+    "length": "the model's reply was cut off at its output token limit",
+    "content_filter": "the model provider's content filter stopped the reply",
 }
 ERROR_CHARS = 300
 

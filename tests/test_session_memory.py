@@ -65,7 +65,16 @@ def test_answered_turns_have_no_incomplete_reason(stop_reason: StopReason) -> No
 
 @pytest.mark.parametrize(
     "stop_reason",
-    ["max_iterations", "token_budget", "cost_budget", "repeated_calls", "empty_answer"],
+    [
+        "max_iterations",
+        "token_budget",
+        "cost_budget",
+        "repeated_calls",
+        "empty_answer",
+        "invalid_output",
+        "length",
+        "content_filter",
+    ],
 )
 def test_a_limit_stop_is_incomplete_with_its_reason(stop_reason: StopReason) -> None:
     reason = incomplete_reason(report(stop_reason, "the stop text"), AgentSettings())
