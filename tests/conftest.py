@@ -34,11 +34,18 @@ FAKE_MODEL = "fake-model-1"
 BIN = Path(sys.prefix) / "bin"
 
 
+DEV_SERVER_ARGS = ["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="50ms"']
+"""The server's timer queue fires durable timers (retry backoffs, timeouts) up to its max time
+shift late, 1 s by default: a 0.1 s retry took 1 s. At 50 ms, retries and timeouts take about
+what their policies say, so tests of short retries are not padded by a second each."""
+
+
 @pytest.fixture(scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     """A real Temporal dev server for the whole session (about 0.3 s to start)."""
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(BIN / "temporal"),
+        dev_server_extra_args=DEV_SERVER_ARGS,
         data_converter=pydantic_data_converter,
     )
     yield env
