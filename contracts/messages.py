@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
+ReasoningKey = Literal["reasoning_content", "reasoning"]
+"""Where a provider puts a reasoning model's thinking: `reasoning_content` (DeepSeek, Qwen) or
+`reasoning` (vLLM, OpenRouter)."""
 
 
 class ToolCall(BaseModel):
@@ -24,7 +27,9 @@ class ChatMessage(BaseModel):
 
     An assistant message may carry `tool_calls`; each is answered by exactly one tool message
     whose `tool_call_id` names it. `reasoning_content` keeps what reasoning models (DeepSeek,
-    Qwen, ...) sent, so it can be sent back to providers that require it on the next turn.
+    Qwen, ...) sent, so it can be sent back to providers that require it on the next turn;
+    `reasoning_key` is the field the provider sent it in, and the one it goes back in (unset:
+    `reasoning_content`; left out of the JSON while unset).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -34,6 +39,7 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCall] = []
     tool_call_id: str | None = None
     reasoning_content: str | None = None
+    reasoning_key: ReasoningKey | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from contracts.messages import ChatMessage, ToolCall
+from contracts.messages import ChatMessage, ReasoningKey, ToolCall
 from contracts.usage import TokenUsage
 
 CALL_MODEL_ACTIVITY = "call_model"
@@ -73,6 +73,8 @@ class ModelReply(BaseModel):
     finish_reason: str | None = None
     usage: TokenUsage = TokenUsage()
     reasoning_content: str | None = None
+    reasoning_key: ReasoningKey | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The field the provider sent the reasoning in (see `ChatMessage.reasoning_key`)."""
     context_cache_miss: bool = False
     """The worker did not hold the conversation the request's delta builds on; nothing was
     asked. The workflow resends the whole conversation (an expected event, not a failure)."""
@@ -84,4 +86,30 @@ class ModelReply(BaseModel):
             content=self.content,
             tool_calls=self.tool_calls,
             reasoning_content=self.reasoning_content,
+            reasoning_key=self.reasoning_key,
         )
+
+
+PROGRESS_TAIL_CHARS = 200
+"""How much of the text written so far a `ModelProgress` carries."""
+
+
+class ModelProgress(BaseModel):
+    """What a running `call_model` activity has received so far: its heartbeat details, shown
+    by the Web UI's pending-activity view, `temporal workflow describe` and `agent run`/`watch`.
+
+    While the provider streams, `chars` counts the answer text received and `tail` is its last
+    `PROGRESS_TAIL_CHARS` characters; `tool` names the tool call being written, if any. Without
+    streaming (a plain request, or a model that does not stream) only `model` and `attempt` are
+    set. `attempt` is the activity attempt that sent these details: a retry starts from zero,
+    and details of an earlier attempt are stale.
+    """
+
+    model: str
+    attempt: int = 1
+    streaming: bool = False
+    chars: int = 0
+    tail: str = ""
+    tool: str | None = None
+    tool_calls: int = 0
+    reasoning_chars: int = 0
