@@ -18,6 +18,15 @@ handler function (:meth:`FakeOpenAIServer.set_handler`) that sees the request bo
 queue takes precedence and the handler is the fallback once it is empty. ``hold(event, reply)``
 keeps a reply back until the test sets ``event`` (no sleeping), and
 :attr:`FakeOpenAIServer.responses_sent` counts the responses actually written.
+
+Streaming: a request with ``"stream": true`` gets its reply as server-sent events, the way the
+real API sends them (``chat.completion.chunk`` objects, tool-call deltas by ``index``, a last
+chunk with empty ``choices`` carrying usage when ``stream_options.include_usage`` asks for it,
+then ``data: [DONE]``). A plain :class:`Completion` is streamed with default pieces;
+:func:`streamed` says how to split it (text and arguments in pieces of N characters, a call's
+id and name in separate chunks, several calls interleaved), where to pause until the test sets
+an event, or where to drop the connection. :attr:`FakeOpenAIServer.refuse_streaming` makes the
+server refuse every streaming request, as some providers do.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from types import TracebackType
 from typing import Any, TypeAlias
 
 __all__ = [
+    "STREAM_NOT_SUPPORTED",
     "Completion",
     "DelayReply",
     "DropReply",
@@ -50,6 +60,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ReplyLike",
+    "StreamedReply",
     "ToolCall",
     "call",
     "delay",
@@ -57,6 +68,7 @@ __all__ = [
     "error",
     "hold",
     "raw",
+    "streamed",
     "text",
     "tool_calls",
 ]
@@ -94,19 +106,51 @@ class ToolCall:
 class Completion:
     """A successful ``chat.completion`` response (HTTP 200).
 
-    ``usage`` is ``(prompt_tokens, completion_tokens)``; ``total_tokens`` is derived.
-    ``model`` overrides the echoed request model. ``message_extra`` adds arbitrary extra
-    keys to the assistant message (provider extensions); ``headers`` adds response headers.
+    ``usage`` is ``(prompt_tokens, completion_tokens)``; ``total_tokens`` is derived; ``None``
+    sends no usage at all (some servers do not report it). ``model`` overrides the echoed
+    request model. ``message_extra`` adds arbitrary extra keys to the assistant message
+    (provider extensions); ``headers`` adds response headers. ``reasoning_key`` is the field
+    the reasoning goes in: ``reasoning_content`` (DeepSeek, Qwen) or ``reasoning`` (vLLM,
+    OpenRouter).
     """
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning_content: str | None = None
     finish_reason: str = "stop"
-    usage: tuple[int, int] = DEFAULT_USAGE
+    usage: tuple[int, int] | None = DEFAULT_USAGE
     model: str | None = None
     message_extra: Mapping[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    reasoning_key: str = "reasoning_content"
+
+
+DEFAULT_PIECE_CHARS = 8
+"""A streamed Completion's text, reasoning and arguments go in pieces of this many characters."""
+
+
+@dataclass(frozen=True)
+class StreamedReply:
+    """How to stream ``completion`` to a ``"stream": true`` request (a plain request gets the
+    completion as one JSON body, so a script works whichever way the client asks).
+
+    ``piece_chars`` splits text, reasoning and each call's arguments; ``split_call_header``
+    sends a call's id and its name in separate chunks (else both in its first chunk, as OpenAI
+    does); ``interleave`` alternates the chunks of several calls. After ``hold_after`` chunks the
+    stream waits until ``release`` is set; after ``drop_after`` chunks the connection is closed
+    (no ``[DONE]``). ``finish=False`` leaves out the finish_reason (a stream that never
+    completes its choice) and ``done=False`` the final ``data: [DONE]``.
+    """
+
+    completion: Completion
+    piece_chars: int = DEFAULT_PIECE_CHARS
+    split_call_header: bool = False
+    interleave: bool = False
+    hold_after: int | None = None
+    release: threading.Event | None = None
+    drop_after: int | None = None
+    finish: bool = True
+    done: bool = True
 
 
 @dataclass(frozen=True)
@@ -166,7 +210,10 @@ class DropReply:
     """Close the connection without sending any response (for connection-error tests)."""
 
 
-Reply: TypeAlias = Completion | ErrorReply | RawReply | DelayReply | HoldReply | DropReply
+Reply: TypeAlias = (
+    Completion | StreamedReply | ErrorReply | RawReply | DelayReply | HoldReply | DropReply
+)
+_REPLY_TYPES = (Completion, StreamedReply, ErrorReply, RawReply, DelayReply, HoldReply, DropReply)
 ReplyLike: TypeAlias = Reply | str
 """A reply, or a plain ``str`` as shorthand for ``text(that_str)``."""
 
@@ -286,6 +333,45 @@ def hold(release: threading.Event, then_reply: ReplyLike) -> HoldReply:
 def drop() -> DropReply:
     """Close the connection without answering."""
     return DropReply()
+
+
+def streamed(
+    reply: Completion | str,
+    *,
+    piece_chars: int = DEFAULT_PIECE_CHARS,
+    split_call_header: bool = False,
+    interleave: bool = False,
+    hold_after: int | None = None,
+    release: threading.Event | None = None,
+    drop_after: int | None = None,
+    finish: bool = True,
+    done: bool = True,
+) -> StreamedReply:
+    """Stream ``reply`` in pieces of ``piece_chars`` (see :class:`StreamedReply`)."""
+    if piece_chars < 1:
+        raise ValueError("piece_chars must be at least 1")
+    if (hold_after is None) != (release is None):
+        raise ValueError("hold_after and release go together")
+    return StreamedReply(
+        completion=text(reply) if isinstance(reply, str) else reply,
+        piece_chars=piece_chars,
+        split_call_header=split_call_header,
+        interleave=interleave,
+        hold_after=hold_after,
+        release=release,
+        drop_after=drop_after,
+        finish=finish,
+        done=done,
+    )
+
+
+STREAM_NOT_SUPPORTED = ErrorReply(
+    status=400,
+    message="fake server: streaming is not supported (send stream=false)",
+    type="invalid_request_error",
+    code="stream_not_supported",
+)
+"""What :attr:`FakeOpenAIServer.refuse_streaming` answers by default."""
 
 
 # --------------------------------------------------------------------------------------
@@ -444,6 +530,41 @@ class _RequestHandler(BaseHTTPRequestHandler):
         body = {"error": {"message": message, "type": type, "param": None, "code": code}}
         self._send_json(status, body, headers)
 
+    def _send_stream(self, reply: StreamedReply, request_body: Mapping[str, Any]) -> None:
+        """Server-sent events, one ``chat.completion.chunk`` per event, in chunked encoding."""
+        fake = self.server.fake
+        chunks = fake._stream_chunks(reply, request_body)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", fake._next_id("req_"))
+        for key, value in reply.completion.headers.items():
+            if key.lower() not in ("content-length", "content-type", "transfer-encoding"):
+                self.send_header(key, value)
+        self.end_headers()
+        events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
+        for sent, event in enumerate(events):
+            if sent == reply.drop_after:
+                self._drop()
+                return
+            if sent == reply.hold_after and reply.release is not None:
+                while not reply.release.wait(_POLL_INTERVAL):
+                    if fake._stop_event.is_set():
+                        self._drop()
+                        return
+            self._write_chunk(event.encode())
+            fake._note_chunk()
+        if reply.done:
+            self._write_chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        fake._note_sent()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
     def _drop(self) -> None:
         """Abort the connection: no response, and the handler loop ends."""
         self.close_connection = True
@@ -490,12 +611,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if not isinstance(parsed, dict):
             self._send_error_json(400, "fake server: request body is not a JSON object")
             return
-        if body.get("stream"):
-            self._send_error_json(
-                400,
-                "fake server: streaming is not supported (send stream=false)",
-                code="stream_not_supported",
-            )
+        refusal = fake.refuse_streaming
+        if body.get("stream") and refusal is not None:
+            self._serve(refusal, body)  # a refused stream request consumes no scripted reply
             return
 
         try:
@@ -540,6 +658,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
         fake = self.server.fake
         if isinstance(reply, str):
             reply = text(reply)
+        if request_body.get("stream") is True and isinstance(reply, Completion):
+            reply = StreamedReply(completion=reply)
+        if isinstance(reply, StreamedReply):
+            if request_body.get("stream") is True:
+                self._send_stream(reply, request_body)
+                return
+            reply = reply.completion
         if isinstance(reply, DelayReply):
             if fake._stop_event.wait(reply.seconds):
                 self._drop()  # server is stopping: don't keep anyone waiting
@@ -592,7 +717,11 @@ class FakeOpenAIServer:
         self._requests: list[RecordedRequest] = []
         self._errors: list[str] = []
         self._sent = 0
+        self._chunks = 0
         self._counters: dict[str, Iterator[int]] = {}
+        self.refuse_streaming: ReplyLike | None = None
+        """When set (e.g. to ``STREAM_NOT_SUPPORTED``), every ``"stream": true`` request gets
+        this reply instead of a scripted one, which stays queued."""
         self._stop_event = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -681,6 +810,8 @@ class FakeOpenAIServer:
             self._requests.clear()
             self._errors.clear()
             self._sent = 0
+            self._chunks = 0
+            self.refuse_streaming = None
 
     # -- inspection --------------------------------------------------------------------
 
@@ -709,6 +840,12 @@ class FakeOpenAIServer:
             return self._sent
 
     @property
+    def chunks_sent(self) -> int:
+        """How many streamed ``chat.completion.chunk`` events were written, over all streams."""
+        with self._lock:
+            return self._chunks
+
+    @property
     def errors(self) -> list[str]:
         """Server-side problems (handler crashes, exhausted script); assert it is empty."""
         with self._lock:
@@ -723,6 +860,10 @@ class FakeOpenAIServer:
     def _note_sent(self) -> None:
         with self._lock:
             self._sent += 1
+
+    def _note_chunk(self) -> None:
+        with self._lock:
+            self._chunks += 1
 
     def _note_error(self, message: str) -> None:
         with self._lock:
@@ -742,9 +883,7 @@ class FakeOpenAIServer:
         if handler is None:
             return None
         reply = handler(body)
-        if not isinstance(
-            reply, (str, Completion, ErrorReply, RawReply, DelayReply, HoldReply, DropReply)
-        ):
+        if not isinstance(reply, (str, *_REPLY_TYPES)):
             raise TypeError(f"handler returned {reply!r}, expected a reply object or str")
         return reply
 
@@ -763,11 +902,10 @@ class FakeOpenAIServer:
                 for tc in reply.tool_calls
             ]
         if reply.reasoning_content is not None:
-            message["reasoning_content"] = reply.reasoning_content
+            message[reply.reasoning_key] = reply.reasoning_content
         message.update(reply.message_extra)
         model = reply.model or request_body.get("model") or DEFAULT_MODEL
-        prompt_tokens, completion_tokens = reply.usage
-        return {
+        body: dict[str, Any] = {
             "id": self._next_id("chatcmpl-fake"),
             "object": "chat.completion",
             "created": int(time.time()),
@@ -780,9 +918,97 @@ class FakeOpenAIServer:
                     "finish_reason": reply.finish_reason,
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
         }
+        if reply.usage is not None:
+            body["usage"] = _usage_json(reply.usage)
+        return body
+
+    def _stream_chunks(
+        self, streamed: StreamedReply, request_body: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """``streamed.completion`` as the real API streams it: a list of chunk objects."""
+        reply = streamed.completion
+        size = streamed.piece_chars
+        options = request_body.get("stream_options")
+        include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+        header = {
+            "id": self._next_id("chatcmpl-fake"),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": reply.model or request_body.get("model") or DEFAULT_MODEL,
+            "system_fingerprint": None,
+        }
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            body = {
+                **header,
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+                ],
+            }
+            if include_usage:
+                body["usage"] = None
+            return body
+
+        chunks = [
+            chunk(
+                {
+                    "role": "assistant",
+                    "content": "" if reply.content is not None else None,
+                    "refusal": None,
+                }
+            )
+        ]
+        if reply.reasoning_content is not None:
+            chunks += [
+                chunk({"content": None, reply.reasoning_key: piece})
+                for piece in _pieces(reply.reasoning_content, size)
+            ]
+        if reply.content:
+            chunks += [chunk({"content": piece}) for piece in _pieces(reply.content, size)]
+        per_call: list[list[dict[str, Any]]] = []
+        for index, tc in enumerate(reply.tool_calls):
+            call_id = tc.id if tc.id is not None else self._next_id("call_")
+            if streamed.split_call_header:
+                deltas: list[dict[str, Any]] = [
+                    {"index": index, "id": call_id, "type": "function"},
+                    {"index": index, "function": {"name": tc.name}},
+                ]
+            else:
+                deltas = [
+                    {
+                        "index": index,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": tc.name, "arguments": ""},
+                    }
+                ]
+            deltas += [
+                {"index": index, "function": {"arguments": piece}}
+                for piece in _pieces(tc.arguments, size)
+            ]
+            per_call.append(deltas)
+        if streamed.interleave:
+            ordered = [d for group in itertools.zip_longest(*per_call) for d in group if d]
+        else:
+            ordered = [d for deltas in per_call for d in deltas]
+        chunks += [chunk({"tool_calls": [delta]}) for delta in ordered]
+        if streamed.finish:
+            chunks.append(chunk({}, reply.finish_reason))
+        if include_usage and reply.usage is not None:
+            chunks.append({**header, "choices": [], "usage": _usage_json(reply.usage)})
+        return chunks
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    """``text`` cut into pieces of ``size`` characters (none for an empty text)."""
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _usage_json(usage: tuple[int, int]) -> dict[str, int]:
+    prompt_tokens, completion_tokens = usage
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }

@@ -18,6 +18,7 @@ import pytest
 
 from tests.eventually import eventually
 from tests.fake_openai import (
+    STREAM_NOT_SUPPORTED,
     FakeOpenAIServer,
     call,
     delay,
@@ -314,6 +315,7 @@ async def test_handler_exception_answers_500_and_server_survives(
 
 
 async def test_stream_is_refused(server: FakeOpenAIServer, client: openai.AsyncOpenAI) -> None:
+    server.refuse_streaming = STREAM_NOT_SUPPORTED
     server.enqueue(text("unused"))
     with pytest.raises(openai.BadRequestError) as info:
         await _chat(client, stream=True)
