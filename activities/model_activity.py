@@ -10,7 +10,8 @@ from temporalio import activity
 from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.heartbeat import with_heartbeats
-from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply, ModelRequest
+from activities.model_progress import ProgressBoard, progress_board
+from contracts.model_io import CALL_MODEL_ACTIVITY, ModelProgress, ModelReply, ModelRequest
 
 HEARTBEAT_EVERY_SECONDS = 1.0
 
@@ -33,6 +34,10 @@ class ModelActivities:
         """Ask the model; heartbeats while waiting so cancellation and worker loss show fast.
 
         A request with a context delta is expanded from this worker's context cache first.
+        Each heartbeat carries a `ModelProgress`: while the provider streams, how much text has
+        arrived and its tail, or the tool call being written. A retried attempt starts from
+        scratch (the earlier attempt's details are ignored), and only the assembled reply is
+        returned, so history holds one result per model call.
         """
         if request.context is not None:
             messages = self.cache.resolve(request.context)
@@ -45,7 +50,11 @@ class ModelActivities:
             request = request.model_copy(update={"messages": messages, "context": None})
         model = request.model or self._model.default_model
         started = time.monotonic()
-        reply = await with_heartbeats(self._model.complete(request), self._heartbeat_every)
+        board = ProgressBoard(ModelProgress(model=model, attempt=activity.info().attempt))
+        with progress_board(board):  # the task `with_heartbeats` makes inherits the board
+            reply = await with_heartbeats(
+                self._model.complete(request), self._heartbeat_every, details=board.current
+            )
         latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
             "model %s answered turn %d in %d ms: %d tool calls, %d tokens",

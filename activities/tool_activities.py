@@ -93,6 +93,7 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             workflow_id=info.workflow_id,
             call_id=invocation.call_id,
             idempotency_key=invocation.idempotency_key,
+            scope=invocation.scope,
         )
         started = time.monotonic()
         try:

@@ -87,6 +87,14 @@ class AgentSettings(BaseModel):
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
     )
+    memory_scope: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_.:@/-]+$",
+        description="Whose long-term memory the run may use (a user id, say); without it the "
+        "run gets no memory tools. One scope never reads another's memories.",
+    )
     fallback_models: list[str] = Field(
         default=[],
         max_length=10,

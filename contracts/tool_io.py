@@ -19,6 +19,8 @@ class ToolInvocation(BaseModel):
     args: dict[str, Any]
     idempotency_key: str
     max_output_chars: int = 20_000
+    scope: str | None = None
+    """The run's `memory_scope`, for tools that keep data per user (`requires_scope`)."""
 
 
 class ToolOutput(BaseModel):

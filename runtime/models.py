@@ -15,4 +15,5 @@ def chat_model_for(settings: WorkerSettings) -> ChatModel:
         api_key=settings.openai_api_key.get_secret_value(),
         base_url=settings.openai_base_url,
         default_model=settings.model or DEFAULT_OPENAI_MODEL,
+        streaming=settings.model_streaming,
     )

@@ -96,6 +96,7 @@ class AgentSettings(BaseSettings):
     | OPENAI_API_KEY | key of an OpenAI-compatible server; unset: the offline demo model | unset |
     | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
     | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
+    | MODEL_STREAMING | `false`: never stream replies from the model server | true |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
@@ -132,6 +133,7 @@ class AgentSettings(BaseSettings):
     openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
     model: str | None = _env("MODEL", default=None)
+    model_streaming: bool = _env("MODEL_STREAMING", default=True)
     # -- the worker
     workspace: Path = _env("AGENT_WORKSPACE", default=Path("workspace"))
     dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)

@@ -220,10 +220,21 @@ def test_non_text_reasoning_is_ignored() -> None:
     assert reply.reasoning_content is None
 
 
-def test_missing_usage_counts_zero() -> None:
-    reply = reply_from_completion(completion({"content": "hi"}), "fallback")
+def test_missing_usage_is_estimated_and_flagged() -> None:
+    prompt = [ChatMessage.user("What is 6 times 7?")]  # 4 + 5 estimated tokens
 
-    assert reply.usage == TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0)
+    reply = reply_from_completion(completion({"content": "It is 42."}), "fallback", prompt)
+
+    assert reply.usage == TokenUsage(
+        prompt_tokens=9, completion_tokens=3, total_tokens=12, estimated=True
+    )
+
+
+def test_reported_usage_is_not_estimated() -> None:
+    reply = reply_from_completion(completion({"content": "hi"}, usage=USAGE), "fallback")
+
+    assert reply.usage.estimated is False
+    assert "estimated" not in reply.usage.model_dump_json()
 
 
 def test_missing_model_name_falls_back() -> None:

@@ -1,8 +1,9 @@
 """The tools this application offers: the one place a tool is registered.
 
 Adding a tool = writing its function (see `tools.definition`) and listing it here; no loop code
-changes. Output types (pydantic models a run can name as `output_type`) are registered here too. The workflow reads schemas and argument models from `REGISTRY`; the worker turns each
-entry into an activity named after the tool.
+changes. The workflow reads schemas and argument models from `REGISTRY`; the worker turns each
+entry into an activity named after the tool. Output types (pydantic models a run can name as
+`output_type`) are registered here too.
 """
 
 from __future__ import annotations

@@ -69,6 +69,8 @@ class ToolContext(BaseModel):
     workflow_id: str
     call_id: str
     idempotency_key: str
+    scope: str | None = None
+    """The run's `memory_scope` (always set for a tool with `requires_scope`)."""
 
 
 TRANSIENT_RETRY = RetryPolicy(
@@ -91,6 +93,7 @@ class ToolSettings(TypedDict, total=False):
     requires_approval: bool | Callable[[Any], bool]
     approval_timeout: timedelta
     on_approval_timeout: TimeoutAction
+    requires_scope: bool
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ class ToolOptions:
     - `requires_approval`: True, or a predicate on the validated arguments.
     - `approval_timeout` / `on_approval_timeout`: how long a call waits for a person, and then
       what happens (`reject`, `approve`, `fail`); unset: the run's settings.
+    - `requires_scope`: the tool keeps data per user (long-term memory): it is offered only to
+      runs with a `memory_scope`, which it receives as `ctx.scope`.
     """
 
     start_to_close_timeout: timedelta = timedelta(seconds=30)
@@ -117,6 +122,7 @@ class ToolOptions:
     requires_approval: bool | Callable[[Any], bool] = False
     approval_timeout: timedelta | None = None
     on_approval_timeout: TimeoutAction | None = None
+    requires_scope: bool = False
 
     def __post_init__(self) -> None:
         for name in ("start_to_close_timeout", "heartbeat_timeout", "approval_timeout"):

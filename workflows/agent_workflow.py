@@ -226,10 +226,12 @@ class AgentWorkflow:
                 return await self._conclude(params, stop, model, schemas, output)
 
     def _tools_for(self, params: AgentInput, output: OutputSpec | None) -> list[Tool]:
-        """The run's tools (seam: tools listed from outside servers join them here). With an
-        output schema the run ends through `final_result`, so stop tools that end it with free
-        text are left out."""
+        """The run's tools (seam: tools listed from outside servers join them here). Tools that
+        keep data per user need the run's `memory_scope`. With an output schema the run ends
+        through `final_result`, so stop tools that end it with free text are left out."""
         tools = REGISTRY.select(params.tools)
+        if params.memory_scope is None:
+            tools = [t for t in tools if not t.options.requires_scope]
         if output is not None:
             tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]
         return tools

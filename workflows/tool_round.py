@@ -219,6 +219,7 @@ class ToolRound:
             args=args,
             idempotency_key=f"{workflow.info().workflow_id}/{iteration}/{call.id}",
             max_output_chars=self._params.max_observation_chars,
+            scope=self._params.memory_scope,
         )
         try:
             output = await workflow.execute_activity(
