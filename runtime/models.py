@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from activities.chat_model import ChatModel
 from activities.demo_model import DemoChatModel
+from activities.model_router import ModelRouter
 from activities.openai_model import OpenAIChatModel
+from runtime.providers import ProviderSettings
 from runtime.settings import DEFAULT_OPENAI_MODEL, WorkerSettings
 
 
+def with_providers(
+    default: ChatModel, providers: Mapping[str, ProviderSettings], *, streaming: bool = True
+) -> ChatModel:
+    """`default`, or a router that also reaches each provider by `provider/model` names."""
+    if not providers:
+        return default
+    backends: dict[str, ChatModel] = {
+        name: OpenAIChatModel(
+            api_key=provider.api_key.get_secret_value() if provider.api_key else "none",
+            base_url=provider.base_url,
+            default_model=default.default_model,
+            streaming=streaming,
+        )
+        for name, provider in providers.items()
+    }
+    return ModelRouter(default, backends)
+
+
 def chat_model_for(settings: WorkerSettings) -> ChatModel:
+    """The worker's model backend: the demo or the configured endpoint, plus the providers."""
+    return with_providers(
+        default_chat_model(settings), settings.providers, streaming=settings.model_streaming
+    )
+
+
+def default_chat_model(settings: WorkerSettings) -> ChatModel:
     if settings.openai_api_key is None:
         return DemoChatModel()
     return OpenAIChatModel(

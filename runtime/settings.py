@@ -41,6 +41,7 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from runtime.codec import PAYLOAD_KEY_ENV, PREVIOUS_KEYS_ENV, parse_key, parse_keyring
+from runtime.providers import ProvidersError, ProviderSettings, parse_providers
 
 DEFAULT_TASK_QUEUE = "agents"
 DEFAULT_NAMESPACE = "default"
@@ -97,6 +98,8 @@ class AgentSettings(BaseSettings):
     | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
     | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
     | MODEL_STREAMING | `false`: never stream replies from the model server | true |
+    | MODEL_PROVIDERS | JSON: providers runs name as `provider/model` (runtime/providers) | unset |
+    | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
@@ -134,6 +137,8 @@ class AgentSettings(BaseSettings):
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
     model: str | None = _env("MODEL", default=None)
     model_streaming: bool = _env("MODEL_STREAMING", default=True)
+    model_providers: SecretStr | None = _env("MODEL_PROVIDERS", default=None)
+    model_providers_file: Path | None = _env("MODEL_PROVIDERS_FILE", default=None)
     # -- the worker
     workspace: Path = _env("AGENT_WORKSPACE", default=Path("workspace"))
     dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)
@@ -154,6 +159,7 @@ class AgentSettings(BaseSettings):
     log_format: Literal["text", "json"] = _env("LOG_FORMAT", default="text")
 
     _temporal_env: dict[str, str] = PrivateAttr(default_factory=dict)
+    _providers: dict[str, ProviderSettings] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def settings_customise_sources(
@@ -184,12 +190,23 @@ class AgentSettings(BaseSettings):
         return settings
 
     def model_post_init(self, context: Any) -> None:
-        """Keep the source's `TEMPORAL_*` variables for `temporalio.envconfig`."""
+        """Keep the source's `TEMPORAL_*` variables for `temporalio.envconfig`, and read the
+        model providers (whose `api_key_env` names other variables of the same source)."""
         environ = _SOURCE.get()
         environ = os.environ if environ is None else environ
         self._temporal_env = {
             k: v for k, v in environ.items() if k.upper().startswith(TEMPORAL_ENV_PREFIX)
         }
+        text = self.model_providers.get_secret_value() if self.model_providers else None
+        try:
+            self._providers = parse_providers(text, self.model_providers_file, environ)
+        except ProvidersError as error:
+            raise SettingsError(str(error)) from None
+
+    @property
+    def providers(self) -> dict[str, ProviderSettings]:
+        """Model providers by name (`MODEL_PROVIDERS` / `MODEL_PROVIDERS_FILE`)."""
+        return dict(self._providers)
 
     # -- validation ----------------------------------------------------------------------------
 
