@@ -255,7 +255,9 @@ async def test_empty_tool_call_list_is_a_plain_answer(agent: AgentHarness) -> No
         fake.raw(200, completion_body({"role": "assistant", "content": "hi", "tool_calls": []}))
     )
     result, _ = await agent.run({"prompt": "x"})
-    assert (result.answer, result.steps, result.usage.total_tokens) == ("hi", [], 0)
+    assert (result.answer, result.steps) == ("hi", [])
+    # The body has no usage: the tokens are an estimate, and say so.
+    assert result.usage.estimated and result.usage.total_tokens > 0
 
 
 async def test_structurally_malformed_tool_calls_are_handled(agent: AgentHarness) -> None:
