@@ -20,6 +20,7 @@ import signal
 import sys
 from pathlib import Path
 
+from contracts.policy import WorkerPolicy
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.log_format import configure_logging
 from runtime.models import chat_model_for
@@ -108,6 +109,7 @@ async def serve(settings: AgentSettings) -> None:
             registry=REGISTRY,
             workspace=settings.workspace.resolve(),
             drain_seconds=settings.drain_seconds,
+            policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -101,6 +101,7 @@ class AgentSettings(BaseSettings):
     | MODEL_PROVIDERS | JSON: providers runs name as `provider/model` (runtime/providers) | unset |
     | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
+    | ALLOW_RUN_AUTO_APPROVE | a run's policy may auto-run tools that require approval | false |
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
     | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
@@ -146,6 +147,7 @@ class AgentSettings(BaseSettings):
     dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
     drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
     tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
+    allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
     # -- payload encryption and the codec server
     payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
     payload_key_id: str = _env("AGENT_PAYLOAD_KEY_ID", default="default", min_length=1)

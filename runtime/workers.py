@@ -19,6 +19,8 @@ from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
+from activities.worker_policy import worker_policy_activity
+from contracts.policy import WorkerPolicy
 from tools.definition import Tool
 from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
@@ -34,6 +36,7 @@ def build_workers(
     workspace: Path,
     drain_seconds: float = 0.0,
     context_cache: ContextCache | None = None,
+    policy: WorkerPolicy | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
@@ -66,6 +69,7 @@ def build_workers(
         task_queue,
         [
             ModelActivities(model, cache=context_cache).call_model,
+            worker_policy_activity(policy or WorkerPolicy()),
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
         [AgentWorkflow, SessionWorkflow],

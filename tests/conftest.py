@@ -24,6 +24,7 @@ from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
+from contracts.policy import WorkerPolicy
 from runtime.workers import build_workers
 from tests.fake_openai import FakeOpenAIServer
 from tests.scripted_model import ScriptedChatModel
@@ -119,6 +120,7 @@ async def started_workers(
     workspace: Path,
     task_queue: str | None = None,
     context_cache: ContextCache | None = None,
+    policy: WorkerPolicy | None = None,
 ) -> str:
     """Start the application's workers (on a fresh task queue unless one is named)."""
     task_queue = task_queue or f"agents-test-{uuid.uuid4()}"
@@ -129,6 +131,7 @@ async def started_workers(
         registry=REGISTRY,
         workspace=workspace,
         context_cache=context_cache,
+        policy=policy,
     ):
         await stack.enter_async_context(worker)
     return task_queue
