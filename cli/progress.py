@@ -3,8 +3,10 @@ with approvals and questions answered inline.
 
 It polls the workflow's `status` query (a few times a second: queries are cheap and leave no
 trace in history) while a second task waits for the workflow result, so the view ends the
-moment the run does. Answers go back through the `decide` update (refusals come back as errors)
-and the `reply` signal. Ctrl-C only detaches: the run is durable and goes on without us.
+moment the run does. While the model is asked, it also reads the model call's heartbeat details
+(`describe()`) and prints the answer as it is written (`cli/live_text.py`). Answers go back
+through the `decide` update (refusals come back as errors) and the `reply` signal. Ctrl-C only
+detaches: the run is durable and goes on without us.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from temporalio.service import RPCError
 from cli import render
 from cli.connection import QUERY_TIMEOUT, RunHandle, explain_rpc
 from cli.lines import LineReader
+from cli.live_text import LiveCall, LiveText, model_calls_in_flight
 from cli.outcome import RunOutcome, await_outcome
 from contracts.agent_result import ToolStep
 from contracts.agent_status import AgentStatus
@@ -44,11 +47,36 @@ class Console:
     """Where progress lines go, aware of an open prompt: a line printed while a question is
     on screen goes above it and the question is shown again, so nothing gets garbled."""
 
+    LIVE_MARGIN = "  ✎ "
+    LIVE_INDENT = "    "
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self._prompt: str | None = None
+        self._live = False
+
+    @property
+    def live_open(self) -> bool:
+        """A live text is being written on the current line."""
+        return self._live
+
+    def live(self, text: str) -> None:
+        """Append `text` to the live text (the answer as it is written), which starts on a line
+        of its own and goes on, indented, until the next line or `end_live`."""
+        if not self._live:
+            self.stream.write(self.LIVE_MARGIN)
+            self._live = True
+        self.stream.write(text.replace("\n", "\n" + self.LIVE_INDENT))
+        self.stream.flush()
+
+    def end_live(self) -> None:
+        if self._live:
+            self._live = False
+            self.stream.write("\n")
+            self.stream.flush()
 
     def line(self, text: str = "") -> None:
+        self.end_live()
         if self._prompt is not None:
             self.stream.write("\n")
         self.stream.write(text + "\n")
@@ -57,6 +85,7 @@ class Console:
         self.stream.flush()
 
     def prompt(self, text: str) -> None:
+        self.end_live()
         self.stream.write(text)
         self.stream.flush()
         self._prompt = text
@@ -242,6 +271,7 @@ class ProgressView:
         self.turn = 0
         self._shown: set[tuple[int, str]] = set()
         self._announced: set[str] = set()
+        self._live = LiveText()
 
     def steps(self, steps: list[ToolStep]) -> None:
         for step in steps:
@@ -270,6 +300,18 @@ class ProgressView:
                 for command in render.answer_commands(self.prefix, self.workflow_id, request):
                     self.console.line(f"      {command}")
         return fresh
+
+    def live(self, calls: list[LiveCall]) -> None:
+        """The text the model call in flight has written since the last look; with no call in
+        flight, the live text ends."""
+        if not calls:
+            self.console.end_live()
+            return
+        for output in self._live.update(calls[-1]):
+            if output.kind == "text":
+                self.console.live(output.value)
+            else:
+                self.console.line(output.value)
 
     def outcome(self, outcome: RunOutcome, *, show_answer: bool) -> None:
         """The steps not seen yet, how the run ended and (unless JSON goes to stdout) the
@@ -303,11 +345,13 @@ class Watcher:
         answerer: Answerer | None,
         *,
         poll_seconds: float = POLL_SECONDS,
+        live_text: bool = True,
     ) -> None:
         self.handle = handle
         self.view = view
         self.answerer = answerer
         self.poll_seconds = poll_seconds
+        self.live_text = live_text
         self._asking: Asking | None = None
         self._asked: set[str] = set()
         self._query_trouble = False
@@ -325,6 +369,12 @@ class Watcher:
                 status = await self._until_stop(self._status())
                 if status is not None:
                     self._show(status)
+                if self.live_text and (
+                    self.view.console.live_open or status is None or status.phase == "thinking"
+                ):
+                    calls = await self._until_stop(self._model_calls())
+                    if calls is not None:
+                        self.view.live(calls)
                 await asyncio.wait(
                     {ending, detach}, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -373,6 +423,14 @@ class Watcher:
             return None
         self._query_trouble = False
         return status
+
+    async def _model_calls(self) -> list[LiveCall] | None:
+        """The model calls in flight with their progress; None when describe fails (the status
+        query already says when the server cannot be reached)."""
+        try:
+            return await model_calls_in_flight(self.handle)
+        except (RPCError, RPCTimeoutOrCancelledError):
+            return None
 
     def _show(self, status: AgentStatus) -> None:
         answerer = self.answerer

@@ -34,7 +34,8 @@ def plural(count: int, noun: str) -> str:
 
 
 def tokens(usage: TokenUsage) -> str:
-    return f"{usage.total_tokens} tokens"
+    """`39 tokens`, or `~39 tokens` when some were estimated (the provider reported none)."""
+    return f"{'~' if usage.estimated else ''}{usage.total_tokens} tokens"
 
 
 def turn_line(iteration: int, max_iterations: int, usage: TokenUsage) -> str:
@@ -118,8 +119,8 @@ def result_summary(result: AgentResult) -> str:
         result.stop_reason,
         plural(result.iterations, "turn"),
         plural(len(result.steps), "tool call"),
-        f"{usage.total_tokens} tokens ({usage.prompt_tokens} prompt + "
-        f"{usage.completion_tokens} completion)",
+        f"{tokens(usage)} ({usage.prompt_tokens} prompt + "
+        f"{usage.completion_tokens} completion{', estimated' if usage.estimated else ''})",
     ]
     if result.cost_usd is not None:
         parts.append(f"${result.cost_usd:.4f}")
