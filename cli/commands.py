@@ -368,7 +368,7 @@ async def result(args: argparse.Namespace, ctx: Context) -> int:
 # -- deciding ----------------------------------------------------------------------------------
 
 
-async def _open_run(ctx: Context, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
+async def open_run(ctx: Context, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
     """The handle of a run that is still going (and its task queue), or a clear error."""
     client = await connect(ctx.target)
     handle, description = await describe(client, workflow_id)
@@ -388,7 +388,7 @@ async def decide(
     edited = parse_json_object(args.args, "--args") if getattr(args, "args", None) else None
     if edited is not None and args.call == "*":
         raise CliError("--args edits one call: name its call id instead of '*'")
-    handle, task_queue = await _open_run(ctx, args.workflow_id, decision)
+    handle, task_queue = await open_run(ctx, args.workflow_id, decision)
     extra: dict[str, Any] = {"by": args.by}
     if decision == "approve":
         extra["comment"] = args.comment
@@ -459,7 +459,7 @@ async def reply(args: argparse.Namespace, ctx: Context) -> int:
 
     Replies have only a signal, which the workflow ignores when it cannot apply, so the
     pending questions are checked first to give a clear error instead of silence."""
-    handle, task_queue = await _open_run(ctx, args.workflow_id, "reply to")
+    handle, task_queue = await open_run(ctx, args.workflow_id, "reply to")
     requests = await pending_requests(handle, task_queue)
     questions = [r for r in requests if r.kind == "question"]
     if args.call == "*":

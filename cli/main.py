@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from cli import chat, commands
+from cli import chat, commands, steering
 from cli.connection import Target, explain_rpc
 from cli.errors import CLI_ERROR, DETACHED, CliError
 from runtime.settings import AgentSettings, SettingsError
@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     reject.add_argument("--reason", required=True, help="what the model is told")
     reject.add_argument("--by", default=_user(), help="who rejects (default: $USER)")
 
+    steer_cmd = command(
+        "steer", steering.steer, "tell a running agent something it reads at its next call"
+    )
+    steer_cmd.add_argument("workflow_id", metavar="ID", help="a run, or a session")
+    steer_cmd.add_argument("text", help="the message")
+    steer_cmd.add_argument("--by", default=_user(), help="who sends it (default: $USER)")
     reply = command("reply", commands.reply, "answer an ask_user question")
     reply.add_argument("workflow_id", metavar="ID")
     reply.add_argument("call", metavar="CALL", help="call id, or '*' for the only open question")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
 from contracts.messages import ChatMessage
+from contracts.policy import ApprovalPolicy
 from contracts.scratchpad import Scratchpad
 
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
@@ -86,6 +87,11 @@ class AgentSettings(BaseModel):
         default="delta",
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
+    )
+    approval_policy: ApprovalPolicy | None = Field(
+        default=None,
+        description="Rules matched in order against tool names (globs): ask (wait for a "
+        "person), auto (run), deny (never run). Tools no rule matches follow their definition.",
     )
     memory_scope: str | None = Field(
         default=None,

@@ -22,7 +22,7 @@ StopReason = Literal[
     "length",
     "content_filter",
 ]
-StepStatus = Literal["ok", "error", "rejected"]
+StepStatus = Literal["ok", "error", "rejected", "denied"]
 
 
 class ToolStep(BaseModel):
@@ -43,6 +43,9 @@ class ToolStep(BaseModel):
     started_at: datetime
     finished_at: datetime
     human: HumanDecision | None = None
+    policy: str | None = None
+    """What decided whether the call waited for a person: `policy rule write_* → ask`, or
+    `tool definition`."""
 
 
 class ModelFailure(BaseModel):

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
+from contracts.messages import SteerMessage
 from contracts.usage import TokenUsage
 
 Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done", "cancelled"]
@@ -25,3 +26,5 @@ class AgentStatus(BaseModel):
     recent_steps: list[ToolStep] = []
     stop_reason: StopReason | None = None
     pending: list[PendingRequest] = []
+    steering: list[SteerMessage] = []
+    """Steering messages queued for the model's next call."""

@@ -27,5 +27,8 @@ MAX_ITERATIONS_REACHED = "MaxIterationsReached"
 NO_PRICE_FOR_MODEL = "NoPriceForModel"
 """A cost budget is set but its price table has no entry for the model that answered."""
 
+STEER_REFUSED = "SteerRefused"
+"""A `steer` update that cannot apply (empty text, a run that has ended, no running turn)."""
+
 HUMAN_WAIT_TIMED_OUT = "HumanWaitTimedOut"
 """An approval or question expired and its timeout action is `fail`."""

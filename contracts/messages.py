@@ -22,6 +22,16 @@ class ToolCall(BaseModel):
     arguments: str
 
 
+class SteerMessage(BaseModel):
+    """Signal or update `steer`: `{"text": "...", "by"?: "..."}`, a user message the model
+    sees at its next call, without restarting the run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1, max_length=50_000)
+    by: str | None = Field(default=None, max_length=200)
+
+
 class ChatMessage(BaseModel):
     """One message of the conversation sent to the model.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from contracts.agent_result import ModelCall, ToolStep
-from contracts.messages import ChatMessage
+from contracts.messages import ChatMessage, SteerMessage
 from contracts.usage import TokenUsage
 
 
@@ -55,3 +55,5 @@ class Scratchpad(BaseModel):
     """Invalid typed answers so far (see `loop.output`)."""
     output_errors: list[str] = []
     """Why the last invalid typed answer was invalid."""
+    steering: list[SteerMessage] = []
+    """Steering messages received and not yet seen by the model (sent at its next call)."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from contracts.agent_input import AgentInput
 from contracts.agent_result import AgentResult, ModelCall, ToolStep
+from contracts.messages import ChatMessage, SteerMessage
 from contracts.model_io import ModelReply
 from contracts.scratchpad import RepetitionState, Scratchpad
 from loop.continuation import MAX_KEPT_STEPS, compact_steps, keep_recent_steps
@@ -37,6 +38,25 @@ class ModelAnswer:
     reply: ModelReply
     call: ModelCall
     cost_usd: float | None
+
+
+def steering_message(steer: SteerMessage) -> ChatMessage:
+    """How the model reads a message that arrived while it worked."""
+    who = steer.by or "the user"
+    return ChatMessage.user(f"[New message from {who} while you were working] {steer.text}")
+
+
+def with_steering(pad: Scratchpad) -> Scratchpad:
+    """Queued steering messages join the conversation, in the order they arrived."""
+    if not pad.steering:
+        return pad
+    steered = [steering_message(s) for s in pad.steering]
+    return pad.model_copy(update={"messages": [*pad.messages, *steered], "steering": []})
+
+
+def steered(pad: Scratchpad, steer: SteerMessage) -> Scratchpad:
+    """`steer` queued for the model's next call."""
+    return pad.model_copy(update={"steering": [*pad.steering, steer]})
 
 
 def with_model_call(pad: Scratchpad, answer: ModelAnswer) -> Scratchpad:

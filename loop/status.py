@@ -45,6 +45,7 @@ def run_status(
         recent_steps=pad.steps[-RECENT_STEPS_IN_STATUS:],
         stop_reason=stop_reason,
         pending=list(pending),
+        steering=pad.steering,
     )
 
 
@@ -66,6 +67,8 @@ def current_details(status: AgentStatus) -> str:
         f"turn {status.iteration}/{status.max_iterations}: {status.phase.replace('_', ' ')}"
         f" · {status.usage.total_tokens} tokens · {status.steps} tool calls"
     ]
+    if status.steering:
+        lines.append(f"{len(status.steering)} steering message(s) for the model's next call")
     for request in status.pending:
         if request.kind == "question":
             what = f"an answer: {shorten(request.question or '', 200)}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -35,9 +36,10 @@ with workflow.unsafe.imports_passed_through():
         RejectSignal,
         ReplySignal,
     )
-    from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED
-    from contracts.messages import ChatMessage
+    from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
+    from contracts.messages import ChatMessage, SteerMessage
     from contracts.model_io import ModelReply, ToolSchema
+    from contracts.policy import WORKER_POLICY_ACTIVITY, WorkerPolicy
     from contracts.scratchpad import Scratchpad
     from contracts.session import TurnReport
     from loop import approvals
@@ -54,12 +56,15 @@ with workflow.unsafe.imports_passed_through():
         parse_text,
         render_output,
     )
+    from loop.policy import overridden_approvals
     from loop.progress import (
         first_scratchpad,
         next_iteration,
         run_result,
+        steered,
         with_model_call,
         with_round,
+        with_steering,
     )
     from loop.status import current_details, run_status, visible_phase
     from loop.stop import Limits, Stop, decide_stop
@@ -152,6 +157,31 @@ class AgentWorkflow:
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
 
+    # -- steering ------------------------------------------------------------------------------
+
+    @workflow.signal(name="steer")
+    def steer_signal(self, raw: Any) -> None:
+        """`{"text": "...", "by"?: "..."}`: a message the model sees at its next call."""
+        steer = parse_or_ignore(SteerMessage, raw, "steer")
+        if steer is not None and self._phase not in ("done", "cancelled"):
+            self._pad = steered(self._pad, steer)
+            self._publish()
+
+    @workflow.update(name="steer")
+    def steer(self, raw: Any) -> list[SteerMessage]:
+        """Like the signal, but refused when it cannot apply; returns what is queued."""
+        self._pad = steered(
+            self._pad, parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
+        )
+        self._publish()
+        return self._pad.steering
+
+    @steer.validator
+    def validate_steer(self, raw: Any) -> None:
+        parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
+        if self._phase in ("done", "cancelled"):
+            refuse(f"the run has ended ({self._phase}); nothing can be steered", STEER_REFUSED)
+
     def _apply(
         self, name: str, model: type[SignalT], raw: Any, apply: Callable[[SignalT], object]
     ) -> None:
@@ -178,9 +208,10 @@ class AgentWorkflow:
         self._pad = first_scratchpad(params)
         try:
             result = await self._react(params)  # seam: a mode with a planning phase goes here
-        except BaseException as error:
-            if isinstance(error, workflow.ContinueAsNewError):
-                raise
+        except workflow.ContinueAsNewError:
+            raise
+        except (Exception, asyncio.CancelledError) as error:
+            # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
             if not is_cancelled_exception(error):
                 await self._report_to_session(params, error=error)
                 raise
@@ -208,11 +239,13 @@ class AgentWorkflow:
         tool_round = ToolRound(params, tools, self._gate, self._log)
         limits = Limits.of(params)
         self._announce(params, tools)
+        await self._check_policy(params, tools)
         while True:
             await self._continue_as_new_if_due(params)
             self._pad = next_iteration(self._pad)
             self._set_phase("thinking")
             await self._summarize_old_context(params, model)
+            self._pad = with_steering(self._pad)
             reply = await self._ask(model, schemas)
             reading = read_reply(self._pad, reply, output)
             self._pad = reading.pad
@@ -235,6 +268,26 @@ class AgentWorkflow:
         if output is not None:
             tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]
         return tools
+
+    async def _check_policy(self, params: AgentInput, tools: Sequence[Tool]) -> None:
+        """A policy that would `auto`-run tools whose definition requires approval needs the
+        worker's permission (asked by an activity, so the answer is in history)."""
+        overridden = overridden_approvals(params.approval_policy, tools)
+        if not overridden:
+            return
+        allowed = await workflow.execute_activity(
+            WORKER_POLICY_ACTIVITY,
+            result_type=WorkerPolicy,
+            start_to_close_timeout=timedelta(seconds=30),
+            summary="may this run auto-approve?",
+        )
+        if not allowed.allow_run_auto_approve:
+            refuse(
+                "invalid AgentWorkflow input: approval_policy: would run "
+                f"{', '.join(overridden)} without the approval its definition requires; the "
+                "worker does not allow that (set ALLOW_RUN_AUTO_APPROVE=true on the worker)",
+                INVALID_INPUT,
+            )
 
     async def _summarize_old_context(self, params: AgentInput, model: ModelGateway) -> None:
         """With `context_strategy: summarize`, fold the messages about to leave the context
@@ -395,11 +448,15 @@ class AgentWorkflow:
 
     def _set_phase(self, phase: Phase) -> None:
         self._phase = phase
+        self._publish()
+
+    def _publish(self) -> None:
+        """Show the run's state in the Web UI's current details."""
         workflow.set_current_details(current_details(self.status()))
 
     def _on_gate_change(self) -> None:
         """Pending requests changed: show them, and tell the session (if any)."""
-        workflow.set_current_details(current_details(self.status()))
+        self._publish()
         if self._params is not None and self._params.session is not None:
             pending = list(self._gate.pending.values())
             task = asyncio.create_task(self._signal_session(self._params, "turn_pending", pending))

@@ -6,7 +6,7 @@ Messages arrive by update `send` (waits for and returns the turn's result) or si
 history grows by a few small events per turn. The session continues-as-new when its history
 gets long, carrying memory, queued messages and even a turn still running (the child reports
 its end by a signal to the session id, which reaches whichever run is current). Approvals and
-questions work as in a one-shot run; the session forwards `approve` / `reject` / `reply`
+questions work as in a one-shot run; the session forwards `approve` / `reject` / `reply` / `steer`
 signals to the running turn and lists its pending requests.
 """
 
@@ -22,7 +22,8 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput, SessionLink
     from contracts.approvals import PendingRequest
-    from contracts.errors import INVALID_INPUT
+    from contracts.errors import INVALID_INPUT, STEER_REFUSED
+    from contracts.messages import SteerMessage
     from contracts.session import (
         EndSession,
         MemoryTurn,
@@ -154,6 +155,26 @@ class SessionWorkflow:
     @workflow.signal(name="reply")
     async def reply(self, raw: Any) -> None:
         await self._forward("reply", raw)
+
+    @workflow.signal(name="steer")
+    async def steer_signal(self, raw: Any) -> None:
+        """`{"text": "...", "by"?}`: steer the running turn (see `AgentWorkflow.steer`)."""
+        await self._forward("steer", raw)
+
+    @workflow.update(name="steer")
+    async def steer(self, raw: Any) -> str:
+        """Like the signal, but refused when no turn is running; returns the turn's id."""
+        running = self._carry.running
+        if running is None:  # the validator refused it already; kept for type narrowing
+            refuse("no turn is running: send a message instead", STEER_REFUSED)
+        await workflow.get_external_workflow_handle(running.workflow_id).signal("steer", raw)
+        return running.workflow_id
+
+    @steer.validator
+    def validate_steer(self, raw: Any) -> None:
+        parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
+        if self._carry.running is None:
+            refuse("no turn is running: send a message instead", STEER_REFUSED)
 
     async def _forward(self, name: str, raw: Any) -> None:
         running = self._carry.running

@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.tool_io import ToolInvocation, ToolOutput
     from loop import approvals
     from loop.observations import ToolFailure, failure_observation
+    from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
     from loop.repetition import observe_round, screen_round
     from loop.summaries import tool_call_summary
@@ -120,6 +121,8 @@ class ToolRound:
         started = workflow.now()
         call = planned.call
 
+        policy: PolicyVerdict | None = None
+
         def step(
             observation: str,
             status: StepStatus,
@@ -127,6 +130,7 @@ class ToolRound:
             human: HumanDecision | None = None,
         ) -> ToolStep:
             return ToolStep(
+                policy=policy.because if policy else None,
                 iteration=iteration,
                 call_id=call.id,
                 tool=call.name,
@@ -152,7 +156,18 @@ class ToolRound:
         item = self._tools[call.name]
         args = planned.args
         human: HumanDecision | None = None
-        if item.asks_user or approvals.needs_approval(item, args):
+        policy = verdict(self._params.approval_policy, item, call.name, args)
+        if policy.action == "deny":
+            self._log(
+                "tool call %s denied: %s",
+                call.id,
+                policy.because,
+                tool=call.name,
+                call_id=call.id,
+                outcome="denied",
+            )
+            return step(denied_observation(policy.because), "denied", args), False
+        if item.asks_user or policy.action == "ask":
             request, human = await self._wait_for_person(item, call, args)
             if not approvals.should_run(human):
                 status: StepStatus = (
@@ -162,9 +177,8 @@ class ToolRound:
                     if human.outcome == "timed_out" and human.timeout_action != "approve"
                     else "ok"
                 )
-                return step(approvals.decision_observation(request, human), status, args, human), (
-                    False
-                )
+                observation = approvals.decision_observation(request, human)
+                return step(observation, status, args, human), False
             args = human.executed_args or args
         observation, status, stop_run = await self._execute(item, call, args, iteration)
         note = approvals.edited_note(human) if human else None
