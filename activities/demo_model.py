@@ -8,6 +8,11 @@ the Web UI without any account:
 - "write <text> to <file>" -> a `write_file` call, which waits for a person's approval;
 - "ask me ..." -> an `ask_user` question, which waits for a person's reply;
 - anything else -> a plain reply.
+
+The harder cases of the evaluation suite (`evals/seed_cases.yaml`, run by `agent eval`) have
+their own rules in the section "Evaluation scenarios" below, consulted first: a missing number
+asked for with `ask_user`, a calculator error recovered from, a rejected write redone where the
+reviewer said, a chain of calculations one call per turn.
 """
 
 from __future__ import annotations
@@ -61,6 +66,11 @@ class DemoChatModel:
         messages = request.messages
         last = messages[-1]
         prompt = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
+        move = scenario_move(prompt, messages, available)
+        if isinstance(move, ToolCall):
+            return self._reply(messages, call=move)
+        if isinstance(move, str):
+            return self._reply(messages, content=move)
         if last.role == "tool":
             tool_name = self._tool_name_for(last.tool_call_id, messages)
             text = self._summarise(tool_name, last.content or "")
@@ -138,3 +148,192 @@ class DemoChatModel:
                 total_tokens=prompt_tokens + completion_tokens,
             ),
         )
+
+
+# -- Evaluation scenarios ------------------------------------------------------------------------
+# Rules for the seed suite's harder cases (`evals/seed_cases.yaml`, run by `agent eval`), so the
+# suite passes offline the way a real model would pass it. `scenario_move` is asked first; None
+# falls through to the basic rules of `DemoChatModel`. Other rule sets belong in sections of
+# their own beside this one.
+
+Move = ToolCall | str
+"""A tool call to make, or the answer."""
+
+_VERBATIM = re.compile(
+    r"(?P<q>['\"`])(?P<text>[^'\"`]{1,200})(?P=q)[^.?!]*?\bexactly as (?:written|given)\b",
+    re.IGNORECASE,
+)
+_THEN = re.compile(r"\bthen\b", re.IGNORECASE)
+_SPLIT = re.compile(r"\bsplit\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_WRITE_RESULT = re.compile(
+    r"\bwrite (?:the|that|this) (?:result|answer) (?:to|in|into) (?:the )?(?:file )?"
+    r"(?P<path>[\w./-]+\w)",
+    re.IGNORECASE,
+)
+_PATH = re.compile(r"[\w/-]+\.[A-Za-z0-9]{2,8}\b")
+_REJECTED = re.compile(r"^Rejected by [^:]*: (?P<reason>.*?)\. The \w+ call was not run", re.S)
+_COUNT_WORDS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+
+
+def find_expressions(prompt: str) -> list[str]:
+    """Every arithmetic expression in `prompt`, in order ("1 + 1, then 2 + 2" -> two)."""
+    text = prompt
+    for pattern, symbol in _WORD_OPERATORS:
+        text = pattern.sub(symbol, text)
+    found = []
+    for match in _ARITHMETIC.finditer(text):
+        expression = match.group(0).strip().rstrip(".").strip()
+        expression = expression.replace("×", "*").replace("÷", "/").replace("^", "**")
+        expression = re.sub(r"(?<=\d)\s*x\s*(?=\d)", " * ", expression)
+        if any(op in expression for op in "+-*/%"):
+            found.append(expression)
+    return found
+
+
+def scenario_move(prompt: str, messages: list[ChatMessage], available: set[str]) -> Move | None:
+    """The evaluation scenarios' next move for this conversation, or None (not one of them)."""
+    since = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), 0)
+    turn = messages[since:]
+    last = messages[-1]
+    if last.role != "tool":
+        return _first_move(prompt, available)
+    call = _call_for(last.tool_call_id, turn)
+    if call is None:
+        return None
+    return _after_tool(prompt, call, last.content or "", turn, available)
+
+
+def _call(name: str, **args: str) -> ToolCall:
+    return ToolCall(id="", name=name, arguments=json.dumps(args))
+
+
+def _args(call: ToolCall) -> dict[str, object]:
+    try:
+        value = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _call_for(call_id: str | None, turn: list[ChatMessage]) -> ToolCall | None:
+    for message in reversed(turn):
+        for call in message.tool_calls:
+            if call.id == call_id:
+                return call
+    return None
+
+
+def _first_move(prompt: str, available: set[str]) -> Move | None:
+    """Missing information, a verbatim expression, a chain, or compute-then-write."""
+    if "calculator" in available:
+        verbatim = _VERBATIM.search(prompt)
+        if verbatim:  # the prompt asks for this exact text: it may well fail
+            return _call("calculator", expression=verbatim.group("text"))
+        expressions = find_expressions(prompt)
+        if len(expressions) >= 2 and _THEN.search(prompt):
+            return _call("calculator", expression=expressions[0])
+        if expressions and "write_file" in available and _WRITE_RESULT.search(prompt):
+            return _call("calculator", expression=expressions[0])
+        if (
+            _SPLIT.search(prompt)
+            and "ask_user" in available
+            and not expressions
+            and len(_NUMBER.findall(prompt)) == 1
+        ):
+            return _call("ask_user", question="How many people share it, you included?")
+    return None
+
+
+def _after_tool(
+    prompt: str, call: ToolCall, observation: str, turn: list[ChatMessage], available: set[str]
+) -> Move | None:
+    if call.name == "calculator":
+        if observation.startswith("Error:"):
+            return _fixed_expression(call, turn)
+        return _after_calculation(prompt, observation, turn, available)
+    if call.name == "ask_user" and _SPLIT.search(prompt) and "calculator" in available:
+        count = _count_in(observation)
+        total = _NUMBER.findall(prompt)
+        if count and len(total) == 1:
+            return _call("calculator", expression=f"{total[0]} / {count}")
+    if call.name == "write_file" and "write_file" in available:
+        return _write_where_the_reviewer_said(call, observation, turn)
+    return None
+
+
+def _fixed_expression(failed: ToolCall, turn: list[ChatMessage]) -> Move | None:
+    """Recover from a calculator error by rewriting the expression (`17 x 25` -> `17 * 25`),
+    once; an expression that cannot be rewritten (`1/0`) falls through to the plain summary."""
+    original = str(_args(failed).get("expression", ""))
+    fixed = find_expression(original)
+    tried = {
+        str(_args(c).get("expression", "")).replace(" ", "")
+        for m in turn
+        for c in m.tool_calls
+        if c.name == "calculator"
+    }
+    if fixed is None or fixed.replace(" ", "") in tried:
+        return None
+    return _call("calculator", expression=fixed)
+
+
+def _after_calculation(
+    prompt: str, observation: str, turn: list[ChatMessage], available: set[str]
+) -> Move | None:
+    expressions = find_expressions(prompt)
+    if len(expressions) >= 2 and _THEN.search(prompt):
+        results = _calculator_results(turn)
+        if len(results) < len(expressions):
+            return _call("calculator", expression=expressions[len(results)])
+        return f"The results are {', '.join(results)}."
+    write = _WRITE_RESULT.search(prompt)
+    if write and "write_file" in available:
+        return _call("write_file", path=write.group("path"), content=observation)
+    return None
+
+
+def _calculator_results(turn: list[ChatMessage]) -> list[str]:
+    """The results of the calculator calls that succeeded, in order."""
+    names = {c.id: c.name for m in turn for c in m.tool_calls}
+    return [
+        m.content or ""
+        for m in turn
+        if m.role == "tool"
+        and names.get(m.tool_call_id or "") == "calculator"
+        and not (m.content or "").startswith("Error:")
+    ]
+
+
+def _count_in(reply: str) -> int | None:
+    """How many people a reply names ("4 of us", "four")."""
+    digits = _NUMBER.search(reply)
+    if digits:
+        count = float(digits.group(0))
+        return int(count) if count.is_integer() and count > 0 else None
+    words = re.findall(r"[a-z]+", reply.lower())
+    return next((_COUNT_WORDS[w] for w in words if w in _COUNT_WORDS), None)
+
+
+def _write_where_the_reviewer_said(
+    rejected: ToolCall, observation: str, turn: list[ChatMessage]
+) -> Move | None:
+    """A write rejected with a reason naming another file: write the same content there."""
+    reason = _REJECTED.match(observation)
+    if reason is None:
+        return None
+    tried = {str(_args(c).get("path", "")) for m in turn for c in m.tool_calls}
+    path = next((p for p in _PATH.findall(reason.group("reason")) if p not in tried), None)
+    if path is None:
+        return None
+    return _call("write_file", path=path, content=str(_args(rejected).get("content", "")))
