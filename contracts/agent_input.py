@@ -88,6 +88,12 @@ class AgentSettings(BaseModel):
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
     )
+    mcp_servers: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="MCP servers (names in the worker's MCP_CONFIG) whose tools the run may "
+        'use, offered as <server>__<tool>; ["*"]: every configured server; unset: none.',
+    )
     approval_policy: ApprovalPolicy | None = Field(
         default=None,
         description="Rules matched in order against tool names (globs): ask (wait for a "
@@ -144,6 +150,15 @@ class AgentSettings(BaseModel):
         le=40_000_000,
         description="History bytes before continue-as-new.",
     )
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_server_names(cls, servers: list[str] | None) -> list[str] | None:
+        if servers is not None and any(not s.strip() or "__" in s for s in servers):
+            raise ValueError("mcp_servers holds server names (no empty names, no '__')")
+        if servers is not None and "*" in servers and len(servers) > 1:
+            raise ValueError('"*" means every configured server; give it alone')
+        return servers
 
     @field_validator("fallback_models")
     @classmethod

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from contracts.approvals import (
     ALL_PENDING,
     HumanDecision,
@@ -19,8 +17,8 @@ from contracts.approvals import (
     TimeoutAction,
     WaitKind,
 )
-from loop.validation_errors import describe_validation_error
-from tools.definition import Tool
+from loop.tool_requests import ArgsSchema, validate_args
+from tools.definition import Tool, ToolOptions
 
 
 class DecisionRefused(ValueError):
@@ -43,12 +41,13 @@ def needs_approval(item: Tool, args: Mapping[str, Any]) -> bool:
 
 
 def wait_limits(
-    item: Tool, run_timeout_seconds: float | None, run_action: TimeoutAction
+    options: ToolOptions, run_timeout_seconds: float | None, run_action: TimeoutAction
 ) -> tuple[float | None, TimeoutAction]:
-    """How long a call of `item` may wait for a person, and what happens then (tool over run)."""
-    limit = item.options.approval_timeout
+    """How long a call may wait for a person, and what happens then (the tool's options over
+    the run's)."""
+    limit = options.approval_timeout
     seconds = limit.total_seconds() if limit is not None else run_timeout_seconds
-    return seconds, item.options.on_approval_timeout or run_action
+    return seconds, options.on_approval_timeout or run_action
 
 
 def answer_command(workflow_id: str, kind: WaitKind, call_id: str) -> str:
@@ -122,17 +121,17 @@ def select_targets(
 
 
 def check_edited_args(
-    request: PendingRequest, args: dict[str, Any] | None, args_model: type[BaseModel]
+    request: PendingRequest, args: dict[str, Any] | None, schema: ArgsSchema | None
 ) -> dict[str, Any] | None:
     """Validate edited arguments against the tool's schema; None when there are none."""
     if args is None:
         return None
-    try:
-        return args_model.model_validate(args).model_dump(mode="json")
-    except ValidationError as error:
-        raise DecisionRefused(
-            f"edited arguments for {request.tool} are invalid: {describe_validation_error(error)}"
-        ) from None
+    if schema is None:
+        raise DecisionRefused(f"the arguments of {request.tool} cannot be edited here")
+    validated = validate_args(schema, args)
+    if isinstance(validated, str):
+        raise DecisionRefused(f"edited arguments for {request.tool} are invalid: {validated}")
+    return validated
 
 
 def check_digest(request: PendingRequest, digest: str | None) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from contracts.messages import ToolCall
@@ -33,7 +34,30 @@ class RefusedCall:
 PlannedCall = ToolRequest | RefusedCall
 
 
-def parse_arguments(raw: str, args_model: type[BaseModel]) -> dict[str, Any] | str:
+ArgsSchema = type[BaseModel] | Mapping[str, Any]
+"""What a tool's arguments must match: a local tool's pydantic model, or the JSON Schema an
+outside (MCP) server gave."""
+
+
+def validate_args(schema: ArgsSchema, data: dict[str, Any]) -> dict[str, Any] | str:
+    """`data` validated (as JSON data), or why it is not valid (one line)."""
+    if isinstance(schema, Mapping):
+        errors = sorted(
+            Draft202012Validator(dict(schema)).iter_errors(data), key=lambda e: list(e.path)
+        )
+        if not errors:
+            return data
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e.absolute_path) or 'input'}: {e.message}"
+            for e in errors[:10]
+        )
+    try:
+        return schema.model_validate(data).model_dump(mode="json")
+    except ValidationError as error:
+        return describe_validation_error(error)
+
+
+def parse_arguments(raw: str, args_model: ArgsSchema) -> dict[str, Any] | str:
     """Validate the model's raw argument text: the arguments as JSON data, or an error text."""
     text = raw.strip() or "{}"
     try:
@@ -42,15 +66,12 @@ def parse_arguments(raw: str, args_model: type[BaseModel]) -> dict[str, Any] | s
         return f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
     if not isinstance(data, dict):
         return f"the arguments must be a JSON object, got {type(data).__name__}"
-    try:
-        validated = args_model.model_validate(data)
-    except ValidationError as error:
-        return f"invalid arguments: {describe_validation_error(error)}"
-    return validated.model_dump(mode="json")
+    validated = validate_args(args_model, data)
+    return validated if isinstance(validated, dict) else f"invalid arguments: {validated}"
 
 
 def plan_tool_calls(
-    calls: Sequence[ToolCall], arg_models: Mapping[str, type[BaseModel]]
+    calls: Sequence[ToolCall], arg_models: Mapping[str, ArgsSchema]
 ) -> list[PlannedCall]:
     """One planned call per tool call, in the model's order.
 

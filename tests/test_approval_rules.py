@@ -190,18 +190,18 @@ def test_predicate_sees_validated_args() -> None:
 
 
 def test_tool_options_override_run_settings() -> None:
-    assert approvals.wait_limits(patient, 600, "reject") == (30, "approve")
+    assert approvals.wait_limits(patient.options, 600, "reject") == (30, "approve")
 
 
 def test_falls_back_to_run_settings() -> None:
-    assert approvals.wait_limits(write_file, 600, "fail") == (600, "fail")
-    assert approvals.wait_limits(write_file, None, "reject") == (None, "reject")
+    assert approvals.wait_limits(write_file.options, 600, "fail") == (600, "fail")
+    assert approvals.wait_limits(write_file.options, None, "reject") == (None, "reject")
 
 
 def test_seconds_and_action_fall_back_independently() -> None:
-    assert approvals.wait_limits(only_seconds, 600, "approve") == (45, "approve")
-    assert approvals.wait_limits(only_action, 600, "reject") == (600, "fail")
-    assert approvals.wait_limits(only_action, None, "reject") == (None, "fail")
+    assert approvals.wait_limits(only_seconds.options, 600, "approve") == (45, "approve")
+    assert approvals.wait_limits(only_action.options, 600, "reject") == (600, "fail")
+    assert approvals.wait_limits(only_action.options, None, "reject") == (None, "fail")
 
 
 def test_question_tool_limits() -> None:
@@ -213,8 +213,8 @@ def test_question_tool_limits() -> None:
         on_timeout="approve",
     )
 
-    assert approvals.wait_limits(asked, 600, "reject") == (90, "approve")
-    assert approvals.wait_limits(ask_user, 600, "fail") == (600, "fail")
+    assert approvals.wait_limits(asked.options, 600, "reject") == (90, "approve")
+    assert approvals.wait_limits(ask_user.options, 600, "fail") == (600, "fail")
 
 
 # --- answer_command ---------------------------------------------------------------------------

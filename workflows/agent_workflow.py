@@ -14,8 +14,7 @@ else is persisted: the history is the state store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from datetime import timedelta
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -39,24 +38,19 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
     from contracts.messages import ChatMessage, SteerMessage
     from contracts.model_io import ModelReply, ToolSchema
-    from contracts.policy import WORKER_POLICY_ACTIVITY, WorkerPolicy
     from contracts.scratchpad import Scratchpad
-    from contracts.session import TurnReport
     from loop import approvals
     from loop.context_plan import summary_due, with_summary
-    from loop.continuation import compact_for_carry, compact_steps
+    from loop.continuation import compact_for_carry
     from loop.input_validation import InvalidAgentInput, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import read_reply
     from loop.output import (
-        STOP_TOOLS_REPLACED_BY_OUTPUT,
         OutputSpec,
-        final_result_tool,
         output_spec,
         parse_text,
         render_output,
     )
-    from loop.policy import overridden_approvals
     from loop.progress import (
         first_scratchpad,
         next_iteration,
@@ -70,18 +64,15 @@ with workflow.unsafe.imports_passed_through():
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
     from tools.catalog import OUTPUT_TYPES, REGISTRY
-    from tools.definition import Tool
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
     from workflows.run_log import RunLog
+    from workflows.run_tools import prepare_tools
+    from workflows.session_link import TurnCancelled, signal_session, turn_report
     from workflows.tool_round import ToolRound
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
-
-
-class TurnCancelled(Exception):
-    """How a cancelled run reports its end to its session (which would otherwise wait)."""
 
 
 @workflow.defn(name="AgentWorkflow")
@@ -213,7 +204,7 @@ class AgentWorkflow:
         except (Exception, asyncio.CancelledError) as error:
             # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
             if not is_cancelled_exception(error):
-                await self._report_to_session(params, error=error)
+                await self._report(params, error=error)
                 raise
             self._set_phase("cancelled")
             self._log(
@@ -222,24 +213,34 @@ class AgentWorkflow:
                 outcome="cancelled",
                 tools=[s.tool for s in self._pad.steps],
             )
-            await self._report_to_session(params, error=TurnCancelled("the turn was cancelled"))
+            await self._report(params, error=TurnCancelled("the turn was cancelled"))
             raise
-        await self._report_to_session(params, result=result)
+        await self._report(params, result=result)
         return result
+
+    async def _report(
+        self,
+        params: AgentInput,
+        *,
+        result: AgentResult | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """A session's turn tells its session how it ended."""
+        if params.session is not None:
+            report = turn_report(params.session, result=result, error=error, usage=self._pad.usage)
+            await signal_session(params.session, "turn_finished", report)
 
     async def _react(self, params: AgentInput) -> AgentResult:
         """The loop: ask the model → a final answer or a nudge → run one round of tools →
         decide whether to stop → repeat."""
         output = output_spec(params, OUTPUT_TYPES.as_dict())
-        tools = self._tools_for(params, output)
-        schemas = [t.schema() for t in tools]
-        if output is not None and output.mode == "tool":
-            schemas.append(final_result_tool(output))
+        run_tools = await prepare_tools(params, output)
+        self._gate.add_schemas(run_tools.outside_schemas)
+        schemas = run_tools.schemas
         model = ModelGateway(params, self._log, output)
-        tool_round = ToolRound(params, tools, self._gate, self._log)
+        tool_round = ToolRound(params, run_tools.tools, self._gate, self._log, run_tools.mcp_tools)
         limits = Limits.of(params)
-        self._announce(params, tools)
-        await self._check_policy(params, tools)
+        self._announce(params, run_tools.names)
         while True:
             await self._continue_as_new_if_due(params)
             self._pad = next_iteration(self._pad)
@@ -257,37 +258,6 @@ class AgentWorkflow:
                 stop = decide_stop(self._pad, limits, done.outcome)
             if stop is not None:
                 return await self._conclude(params, stop, model, schemas, output)
-
-    def _tools_for(self, params: AgentInput, output: OutputSpec | None) -> list[Tool]:
-        """The run's tools (seam: tools listed from outside servers join them here). Tools that
-        keep data per user need the run's `memory_scope`. With an output schema the run ends
-        through `final_result`, so stop tools that end it with free text are left out."""
-        tools = REGISTRY.select(params.tools)
-        if params.memory_scope is None:
-            tools = [t for t in tools if not t.options.requires_scope]
-        if output is not None:
-            tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]
-        return tools
-
-    async def _check_policy(self, params: AgentInput, tools: Sequence[Tool]) -> None:
-        """A policy that would `auto`-run tools whose definition requires approval needs the
-        worker's permission (asked by an activity, so the answer is in history)."""
-        overridden = overridden_approvals(params.approval_policy, tools)
-        if not overridden:
-            return
-        allowed = await workflow.execute_activity(
-            WORKER_POLICY_ACTIVITY,
-            result_type=WorkerPolicy,
-            start_to_close_timeout=timedelta(seconds=30),
-            summary="may this run auto-approve?",
-        )
-        if not allowed.allow_run_auto_approve:
-            refuse(
-                "invalid AgentWorkflow input: approval_policy: would run "
-                f"{', '.join(overridden)} without the approval its definition requires; the "
-                "worker does not allow that (set ALLOW_RUN_AUTO_APPROVE=true on the worker)",
-                INVALID_INPUT,
-            )
 
     async def _summarize_old_context(self, params: AgentInput, model: ModelGateway) -> None:
         """With `context_strategy: summarize`, fold the messages about to leave the context
@@ -386,46 +356,10 @@ class AgentWorkflow:
         )
         workflow.continue_as_new(params.model_copy(update={"resume": carried}))
 
-    # -- sessions ------------------------------------------------------------------------------
-
-    async def _report_to_session(
-        self,
-        params: AgentInput,
-        *,
-        result: AgentResult | None = None,
-        error: BaseException | None = None,
-    ) -> None:
-        """A session's turn tells its session how it ended (the session may have moved on to a
-        new run by continue-as-new; a signal by workflow id reaches the current one)."""
-        if params.session is None:
-            return
-        report = TurnReport(
-            turn_id=params.session.turn_id,
-            workflow_id=workflow.info().workflow_id,
-            answer=result.answer if result else "",
-            stop_reason=result.stop_reason if result else None,
-            steps=compact_steps(result.steps, budget_chars=4_000) if result else [],
-            usage=result.usage if result else self._pad.usage,
-            error=None if error is None else str(error) or type(error).__name__,
-            output=result.output if result else None,
-        )
-        await self._signal_session(params, "turn_finished", report)
-
-    async def _signal_session(self, params: AgentInput, name: str, payload: Any) -> None:
-        if params.session is None:
-            return
-        try:
-            await workflow.get_external_workflow_handle(params.session.workflow_id).signal(
-                name, payload
-            )
-        except Exception as error:  # the session may have ended; the run's own result stands
-            workflow.logger.warning("could not signal session %s: %s", name, error)
-
     # -- what people see -----------------------------------------------------------------------
 
-    def _announce(self, params: AgentInput, tools: Sequence[Tool]) -> None:
+    def _announce(self, params: AgentInput, names: list[str]) -> None:
         """Log the start, and set the memo the Web UI shows: prompt, model, tools, limits."""
-        names = [t.name for t in tools]
         continued = params.resume is not None
         self._log(
             "agent run %s: model=%s tools=%s max_iterations=%d",
@@ -459,7 +393,9 @@ class AgentWorkflow:
         self._publish()
         if self._params is not None and self._params.session is not None:
             pending = list(self._gate.pending.values())
-            task = asyncio.create_task(self._signal_session(self._params, "turn_pending", pending))
+            task = asyncio.create_task(
+                signal_session(self._params.session, "turn_pending", pending)
+            )
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

@@ -13,8 +13,6 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from pydantic import BaseModel
-
     from contracts.approvals import (
         ApproveSignal,
         DecideUpdate,
@@ -24,16 +22,22 @@ with workflow.unsafe.imports_passed_through():
         ReplySignal,
     )
     from loop import approvals
+    from loop.tool_requests import ArgsSchema
 
 
 class HumanGate:
     """Pending requests by call id, and the decisions taken on them."""
 
-    def __init__(self, arg_models: Mapping[str, type[BaseModel]], on_change: Callable[[], None]):
+    def __init__(self, arg_models: Mapping[str, ArgsSchema], on_change: Callable[[], None]):
         self.pending: dict[str, PendingRequest] = {}
         self.decisions: dict[str, HumanDecision] = {}
-        self._arg_models = arg_models
+        self._arg_models = dict(arg_models)
         self._on_change = on_change
+
+    def add_schemas(self, schemas: Mapping[str, ArgsSchema]) -> None:
+        """Argument schemas of tools known only once the run started (an MCP server's), so
+        edited arguments of their calls can be checked."""
+        self._arg_models.update(schemas)
 
     async def wait(self, request: PendingRequest) -> HumanDecision:
         """Record `request` and wait for its decision or its expiry."""
@@ -71,7 +75,7 @@ class HumanGate:
         for request in targets:
             approvals.check_digest(request, signal.args_digest)
             edited = approvals.check_edited_args(
-                request, signal.args, self._arg_models[request.tool]
+                request, signal.args, self._arg_models.get(request.tool)
             )
             checked.append((request, edited))
         return [
@@ -109,7 +113,7 @@ class HumanGate:
         [request] = approvals.select_targets(update.call_id, self.pending, "approval")
         approvals.check_digest(request, update.args_digest)
         if update.decision == "approve":
-            approvals.check_edited_args(request, update.args, self._arg_models[request.tool])
+            approvals.check_edited_args(request, update.args, self._arg_models.get(request.tool))
         elif update.args is not None:
             raise approvals.DecisionRefused("args can only be given with decision 'approve'")
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -34,8 +35,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agent_result import StepStatus, ToolStep
     from contracts.approvals import HumanDecision, PendingRequest
     from contracts.errors import HUMAN_WAIT_TIMED_OUT, TOOL_ERROR, TOOL_FAILED_RUN
+    from contracts.mcp import McpCallRequest, McpToolSpec
     from contracts.messages import ToolCall
-    from contracts.model_io import ModelReply
+    from contracts.model_io import ModelReply, ToolSchema
     from contracts.scratchpad import Scratchpad
     from contracts.tool_io import ToolInvocation, ToolOutput
     from loop import approvals
@@ -43,17 +45,53 @@ with workflow.unsafe.imports_passed_through():
     from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
     from loop.repetition import observe_round, screen_round
-    from loop.summaries import tool_call_summary
-    from loop.tool_requests import PlannedCall, RefusedCall, plan_tool_calls
-    from tools.definition import Tool
+    from loop.summaries import shorten, tool_call_summary
+    from loop.tool_requests import ArgsSchema, PlannedCall, RefusedCall, plan_tool_calls
+    from tools.definition import Tool, ToolOptions
     from workflows.human_gate import HumanGate
     from workflows.run_log import RunLog, ms_since
 
 
-def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
+MCP_TOOL_OPTIONS = ToolOptions(start_to_close_timeout=timedelta(seconds=60))
+"""How an MCP server's tool is run: a minute per attempt, transient failures retried."""
+
+
+@dataclass(frozen=True)
+class Callee:
+    """What a tool call reaches: its name, how Temporal runs it, and what it is: a tool
+    compiled into the worker, or a tool of an outside MCP server."""
+
+    name: str
+    options: ToolOptions
+    local: Tool | None = None
+    mcp: McpToolSpec | None = None
+
+    @property
+    def asks_user(self) -> bool:
+        return self.local is not None and self.local.asks_user
+
+    @classmethod
+    def of_tool(cls, item: Tool) -> Callee:
+        return cls(item.name, item.options, local=item)
+
+    @classmethod
+    def of_mcp(cls, spec: McpToolSpec) -> Callee:
+        return cls(spec.qualified_name, MCP_TOOL_OPTIONS, mcp=spec)
+
+
+def mcp_tool_schema(spec: McpToolSpec) -> ToolSchema:
+    """What the model is told about an MCP server's tool: its qualified name, the server's
+    description and the server's own JSON schema of the arguments."""
+    return ToolSchema(
+        name=spec.qualified_name,
+        description=spec.description or f"{spec.name} (from MCP server {spec.server})",
+        parameters=spec.input_schema or {"type": "object", "properties": {}},
+    )
+
+
+def tool_failure(error: ActivityError, options: ToolOptions) -> ToolFailure:
     """Read a failed tool activity into plain terms for the observation."""
     cause = error.cause
-    options = item.options
     if isinstance(cause, TimeoutError):
         limit = (
             options.heartbeat_timeout
@@ -73,10 +111,21 @@ def tool_failure(error: ActivityError, item: Tool) -> ToolFailure:
 class ToolRound:
     """Runs rounds of tool calls for one run."""
 
-    def __init__(self, params: AgentInput, tools: Sequence[Tool], gate: HumanGate, log: RunLog):
+    def __init__(
+        self,
+        params: AgentInput,
+        tools: Sequence[Tool],
+        gate: HumanGate,
+        log: RunLog,
+        mcp_tools: Sequence[McpToolSpec] = (),
+    ):
         self._params = params
-        self._tools = {item.name: item for item in tools}
-        self._arg_models = {name: item.args_model for name, item in self._tools.items()}
+        callees = [Callee.of_tool(t) for t in tools] + [Callee.of_mcp(s) for s in mcp_tools]
+        self._callees = {callee.name: callee for callee in callees}
+        self._arg_models: dict[str, ArgsSchema] = {
+            **{t.name: t.args_model for t in tools},
+            **{s.qualified_name: s.input_schema for s in mcp_tools},
+        }
         self._gate = gate
         self._log = log
 
@@ -153,10 +202,10 @@ class ToolRound:
                 outcome="refused",
             )
             return step(planned.observation, "error", None), False
-        item = self._tools[call.name]
+        callee = self._callees[call.name]
         args = planned.args
         human: HumanDecision | None = None
-        policy = verdict(self._params.approval_policy, item, call.name, args)
+        policy = verdict(self._params.approval_policy, callee.local, call.name, args)
         if policy.action == "deny":
             self._log(
                 "tool call %s denied: %s",
@@ -167,8 +216,8 @@ class ToolRound:
                 outcome="denied",
             )
             return step(denied_observation(policy.because), "denied", args), False
-        if item.asks_user or policy.action == "ask":
-            request, human = await self._wait_for_person(item, call, args)
+        if callee.asks_user or policy.action == "ask":
+            request, human = await self._wait_for_person(callee, call, args)
             if not approvals.should_run(human):
                 status: StepStatus = (
                     "rejected"
@@ -180,16 +229,18 @@ class ToolRound:
                 observation = approvals.decision_observation(request, human)
                 return step(observation, status, args, human), False
             args = human.executed_args or args
-        observation, status, stop_run = await self._execute(item, call, args, iteration)
+        observation, status, stop_run = await self._execute(callee, call, args, iteration)
         note = approvals.edited_note(human) if human else None
         text = f"{note}\n{observation}" if note else observation
         return step(text, status, args, human), stop_run
 
     async def _wait_for_person(
-        self, item: Tool, call: ToolCall, args: dict[str, Any]
+        self, item: Callee, call: ToolCall, args: dict[str, Any]
     ) -> tuple[PendingRequest, HumanDecision]:
         seconds, action = approvals.wait_limits(
-            item, self._params.approval_timeout_seconds, self._params.approval_timeout_action
+            item.options,
+            self._params.approval_timeout_seconds,
+            self._params.approval_timeout_action,
         )
         request = approvals.open_request(
             kind="question" if item.asks_user else "approval",
@@ -220,37 +271,60 @@ class ToolRound:
             )
         return request, decision
 
-    async def _execute(
-        self, item: Tool, call: ToolCall, args: dict[str, Any], iteration: int
-    ) -> tuple[str, StepStatus, bool]:
-        """Run the tool's activity: (observation, status, stop_run). A failure becomes an
-        `Error: ...` observation unless the tool is set to stop the run."""
-        options = item.options
-        started = workflow.now()
+    def _activity_input(
+        self, item: Callee, call: ToolCall, args: dict[str, Any], iteration: int
+    ) -> tuple[ToolInvocation | McpCallRequest, str]:
+        """The call's activity input and summary: a local tool's, or an MCP server's (whose
+        summary names the server and the tool)."""
+        key = f"{workflow.info().workflow_id}/{iteration}/{call.id}"
+        limit = self._params.max_observation_chars
+        if item.mcp is not None:
+            spec = item.mcp
+            request = McpCallRequest(
+                server=spec.server,
+                tool=spec.name,
+                args=args,
+                call_id=call.id,
+                idempotency_key=key,
+                max_output_chars=limit,
+            )
+            return request, shorten(f"{spec.server} · {spec.name} {tool_call_summary(args)}")
         invocation = ToolInvocation(
             call_id=call.id,
             tool=item.name,
             args=args,
-            idempotency_key=f"{workflow.info().workflow_id}/{iteration}/{call.id}",
-            max_output_chars=self._params.max_observation_chars,
+            idempotency_key=key,
+            max_output_chars=limit,
             scope=self._params.memory_scope,
         )
+        return invocation, tool_call_summary(args)
+
+    async def _execute(
+        self, item: Callee, call: ToolCall, args: dict[str, Any], iteration: int
+    ) -> tuple[str, StepStatus, bool]:
+        """Run the call's activity (named after the tool): (observation, status, stop_run). A
+        failure becomes an `Error: ...` observation unless the tool is set to stop the run.
+
+        Seam: a tool whose activity is a child workflow (a sub-agent) is dispatched here."""
+        options = item.options
+        started = workflow.now()
+        activity_input, summary = self._activity_input(item, call, args, iteration)
         try:
             output = await workflow.execute_activity(
                 item.name,
-                invocation,
+                activity_input,
                 result_type=ToolOutput,
                 start_to_close_timeout=options.start_to_close_timeout,
                 heartbeat_timeout=options.heartbeat_timeout,
                 retry_policy=options.effective_retry_policy,
                 task_queue=options.task_queue,
                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=tool_call_summary(args),
+                summary=summary,
             )
         except ActivityError as error:
             if is_cancelled_exception(error):
                 raise
-            observation = failure_observation(tool_failure(error, item))
+            observation = failure_observation(tool_failure(error, options))
             if options.on_error == "stop":
                 raise ApplicationError(
                     f"tool {item.name} failed and is set to stop the run: {observation}",
@@ -263,7 +337,7 @@ class ToolRound:
         return output.content, "ok", output.stop_run
 
     def _log_tool(
-        self, item: Tool, call: ToolCall, outcome: str, started: datetime, **fields: Any
+        self, item: Callee, call: ToolCall, outcome: str, started: datetime, **fields: Any
     ) -> None:
         self._log(
             "tool %s call %s: %s",

@@ -1,0 +1,144 @@
+"""What a run may call, decided once at its start: the worker's own tools (filtered by the
+run's allowlist, its memory scope and its output schema), the tools of the MCP servers it asked
+for (listed by an activity, so the list is in history and replay sees the same one), and a check
+that its approval policy is allowed on this worker.
+
+Seam: further kinds of callee (agent profiles as tools) join the run's tools here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.agent_input import AgentInput
+    from contracts.errors import INVALID_INPUT
+    from contracts.mcp import (
+        MCP_LIST_TOOLS_ACTIVITY,
+        MCP_SERVER_FAILED,
+        UNKNOWN_MCP_SERVER,
+        McpListRequest,
+        McpToolList,
+        McpToolSpec,
+    )
+    from contracts.model_io import ToolSchema
+    from contracts.policy import WORKER_POLICY_ACTIVITY, WorkerPolicy
+    from loop.output import (
+        STOP_TOOLS_REPLACED_BY_OUTPUT,
+        OutputSpec,
+        final_result_tool,
+    )
+    from loop.policy import overridden_approvals
+    from loop.tool_requests import ArgsSchema
+    from tools.catalog import REGISTRY
+    from tools.definition import Tool
+    from workflows.refusals import refuse
+    from workflows.tool_round import mcp_tool_schema
+
+
+@dataclass(frozen=True)
+class RunTools:
+    """The run's callees and what the model is told about them."""
+
+    tools: list[Tool]
+    mcp_tools: list[McpToolSpec]
+    schemas: list[ToolSchema]
+
+    @property
+    def names(self) -> list[str]:
+        return [*(t.name for t in self.tools), *(s.qualified_name for s in self.mcp_tools)]
+
+    @property
+    def outside_schemas(self) -> dict[str, ArgsSchema]:
+        """Argument schemas of the tools the worker does not define (for edited approvals)."""
+        return {s.qualified_name: s.input_schema for s in self.mcp_tools}
+
+
+async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunTools:
+    """The run's tools: local ones, MCP ones, and `final_result` for a typed answer."""
+    tools = local_tools(params, output)
+    mcp_tools = await list_mcp_tools(params)
+    await check_policy(params, tools)
+    schemas = [t.schema() for t in tools] + [mcp_tool_schema(s) for s in mcp_tools]
+    if output is not None and output.mode == "tool":
+        schemas.append(final_result_tool(output))
+    return RunTools(tools, mcp_tools, schemas)
+
+
+def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:
+    """The worker's tools the run may use. Tools that keep data per user need the run's
+    `memory_scope`. With an output schema the run ends through `final_result`, so stop tools
+    that end it with free text are left out."""
+    tools = REGISTRY.select(params.tools)
+    if params.memory_scope is None:
+        tools = [t for t in tools if not t.options.requires_scope]
+    if output is not None:
+        tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]
+    return tools
+
+
+async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
+    """The tools of the MCP servers the run asked for (none unless it asked). A server's tool
+    may not take a local tool's name."""
+    if not params.mcp_servers:
+        return []
+    servers = None if params.mcp_servers == ["*"] else params.mcp_servers
+    try:
+        listing = await workflow.execute_activity(
+            MCP_LIST_TOOLS_ACTIVITY,
+            McpListRequest(servers=servers),
+            result_type=McpToolList,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(
+                maximum_attempts=3,
+                non_retryable_error_types=[UNKNOWN_MCP_SERVER, MCP_SERVER_FAILED],
+            ),
+            summary=f"list the tools of MCP servers: {', '.join(params.mcp_servers)}",
+        )
+    except ActivityError as error:
+        if is_cancelled_exception(error):
+            raise
+        cause = error.cause
+        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        kind = cause.type if isinstance(cause, ApplicationError) else None
+        raise ApplicationError(
+            f"mcp_servers: the tools could not be listed: {detail}",
+            type=kind or MCP_SERVER_FAILED,
+            non_retryable=True,
+        ) from error
+    local = set(REGISTRY.names())
+    clashes = [s.qualified_name for s in listing.tools if s.qualified_name in local]
+    if clashes:
+        refuse(
+            f"invalid AgentWorkflow input: mcp_servers: MCP tool(s) {', '.join(clashes)} "
+            "would take the name of a local tool",
+            INVALID_INPUT,
+        )
+    return listing.tools
+
+
+async def check_policy(params: AgentInput, tools: Sequence[Tool]) -> None:
+    """A policy that would `auto`-run tools whose definition requires approval needs the
+    worker's permission (asked by an activity, so the answer is in history)."""
+    overridden = overridden_approvals(params.approval_policy, tools)
+    if not overridden:
+        return
+    allowed = await workflow.execute_activity(
+        WORKER_POLICY_ACTIVITY,
+        result_type=WorkerPolicy,
+        start_to_close_timeout=timedelta(seconds=30),
+        summary="may this run auto-approve?",
+    )
+    if not allowed.allow_run_auto_approve:
+        refuse(
+            "invalid AgentWorkflow input: approval_policy: would run "
+            f"{', '.join(overridden)} without the approval its definition requires; the "
+            "worker does not allow that (set ALLOW_RUN_AUTO_APPROVE=true on the worker)",
+            INVALID_INPUT,
+        )
