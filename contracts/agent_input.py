@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from contracts.agents import ParentLink
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
 from contracts.messages import ChatMessage
@@ -87,6 +88,15 @@ class AgentSettings(BaseModel):
         default="delta",
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
+    )
+    agents: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="Agent profiles the run may hand work to, each offered as a tool taking a "
+        "task; a call runs the profile as a child AgentWorkflow.",
+    )
+    max_agent_depth: int = Field(
+        default=3, ge=1, le=10, description="How deep sub-agents may nest (this run is 0)."
     )
     mcp_servers: list[str] | None = Field(
         default=None,
@@ -195,6 +205,12 @@ class AgentInput(AgentSettings):
     )
     session: SessionLink | None = Field(
         default=None, description="Set by SessionWorkflow: the session this run is a turn of."
+    )
+    depth: int = Field(
+        default=0, ge=0, description="Set by a parent run: how deep this sub-agent is nested."
+    )
+    parent: ParentLink | None = Field(
+        default=None, description="Set by a parent run: where this sub-agent reports to."
     )
     resume: Scratchpad | None = Field(
         default=None,

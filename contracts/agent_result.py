@@ -46,6 +46,8 @@ class ToolStep(BaseModel):
     policy: str | None = None
     """What decided whether the call waited for a person: `policy rule write_* → ask`, or
     `tool definition`."""
+    child_workflow_id: str | None = None
+    """For a call of an agent profile: the child run that did the work."""
 
 
 class ModelFailure(BaseModel):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
 
 from contracts.agent_input import AgentInput, AgentSettings
+from contracts.agents import AgentProfile
 from loop.output import FINAL_RESULT_TOOL, STOP_TOOLS_REPLACED_BY_OUTPUT, schema_problem
 from loop.validation_errors import describe_validation_error
 
@@ -17,7 +18,10 @@ class InvalidAgentInput(ValueError):
 
 
 def validate_agent_input(
-    raw: Any, known_tools: Iterable[str], output_types: Iterable[str] = ()
+    raw: Any,
+    known_tools: Iterable[str],
+    output_types: Iterable[str] = (),
+    profiles: Mapping[str, AgentProfile] | None = None,
 ) -> AgentInput:
     """Parse `raw` (a dict from JSON, or an `AgentInput`); check tool names and the output
     schema or type.
@@ -46,10 +50,35 @@ def validate_agent_input(
                 f"invalid AgentWorkflow input: tools: unknown tool(s) {', '.join(unknown)}; "
                 f"available: {', '.join(known) or 'none'}"
             )
-    problem = output_problem(params, known, list(output_types))
+    problem = output_problem(params, known, list(output_types)) or agents_problem(
+        params.agents or [], known, profiles or {}
+    )
     if problem:
         raise InvalidAgentInput(f"invalid AgentWorkflow input: {problem}")
     return params
+
+
+def agents_problem(
+    names: list[str], known_tools: list[str], profiles: Mapping[str, AgentProfile]
+) -> str | None:
+    """Why the run's agent profiles cannot be used, naming the profile; or None."""
+    unknown = [name for name in names if name not in profiles]
+    if unknown:
+        return (
+            f"agents: unknown agent profile(s) {', '.join(unknown)}; available: "
+            f"{', '.join(profiles) or 'none'}"
+        )
+    for name in names:
+        if name in known_tools:
+            return f"agents: profile {name!r} has the name of a tool"
+        profile = profiles[name]
+        missing = [t for t in profile.tools or [] if t not in known_tools]
+        if missing:
+            return f"agents: profile {name!r} lists unknown tool(s) {', '.join(missing)}"
+        missing = [a for a in profile.agents if a not in profiles]
+        if missing:
+            return f"agents: profile {name!r} lists unknown agent(s) {', '.join(missing)}"
+    return None
 
 
 def output_problem(

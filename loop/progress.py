@@ -11,6 +11,7 @@ from contracts.agent_result import AgentResult, ModelCall, ToolStep
 from contracts.messages import ChatMessage, SteerMessage
 from contracts.model_io import ModelReply
 from contracts.scratchpad import RepetitionState, Scratchpad
+from contracts.usage import TokenUsage
 from loop.continuation import MAX_KEPT_STEPS, compact_steps, keep_recent_steps
 from loop.conversation import append_round, start_conversation
 from loop.stop import Outcome, Stop
@@ -81,6 +82,9 @@ class Round:
     repetition: RepetitionState | None = None
     stopped_by_tool: str | None = None
     repeated_tool: str | None = None
+    spent: TokenUsage = field(default_factory=TokenUsage)
+    """What the round's sub-agents spent (it counts toward this run's budgets)."""
+    spent_cost_usd: float | None = None
 
     @property
     def outcome(self) -> Outcome:
@@ -94,12 +98,15 @@ def with_round(pad: Scratchpad, reply: ModelReply, round_: Round) -> Scratchpad:
     if not round_.steps:
         return pad
     observations = [(step.call_id, step.observation) for step in round_.steps]
+    cost = round_.spent_cost_usd
     pad = pad.model_copy(
         update={
             "messages": append_round(pad.messages, reply.as_message(), observations),
             "steps": [*pad.steps, *round_.steps],
             "repetition": round_.repetition or pad.repetition,
             "nudged_empty": False,
+            "usage": pad.usage + round_.spent,
+            "cost_usd": pad.cost_usd if cost is None else (pad.cost_usd or 0.0) + cost,
         }
     )
     return keep_recent_steps(pad)

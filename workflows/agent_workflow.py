@@ -14,7 +14,7 @@ else is persisted: the history is the state store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -26,7 +26,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
     from contracts.agent_result import AgentResult, StopReason
     from contracts.agent_status import AgentStatus, Phase
+    from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
     from contracts.approvals import (
+        ALL_PENDING,
         DECISION_REFUSED,
         ApproveSignal,
         DecideUpdate,
@@ -34,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         PendingRequest,
         RejectSignal,
         ReplySignal,
+        WaitKind,
     )
     from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
     from contracts.messages import ChatMessage, SteerMessage
@@ -63,7 +66,9 @@ with workflow.unsafe.imports_passed_through():
     from loop.status import current_details, run_status, visible_phase
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
+    from tools.agents import AGENT_PROFILES
     from tools.catalog import OUTPUT_TYPES, REGISTRY
+    from workflows.delegation import ChildRequests, signal_parent
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
@@ -92,6 +97,7 @@ class AgentWorkflow:
             {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._on_gate_change
         )
         self._log = RunLog(self._log_context)
+        self._children = ChildRequests()
         self._background: set[asyncio.Task[None]] = set()
 
     # -- queries -------------------------------------------------------------------------------
@@ -104,30 +110,34 @@ class AgentWorkflow:
             phase=self._phase,
             max_iterations=self._params.max_iterations if self._params else 0,
             stop_reason=self._stop_reason,
-            pending=list(self._gate.pending.values()),
+            pending=self._pending(),
         )
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[PendingRequest]:
-        """Calls waiting for a person, each with the CLI command that answers it."""
-        return list(self._gate.pending.values())
+        """Calls waiting for a person (this run's and its sub-agents'), each with the CLI command
+        that answers it."""
+        return self._pending()
+
+    def _pending(self) -> list[PendingRequest]:
+        return [*self._gate.pending.values(), *self._children.visible()]
 
     # -- decisions from people -----------------------------------------------------------------
 
     @workflow.signal(name="approve")
     def approve(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
-        self._apply("approve", ApproveSignal, raw, self._gate.approve)
+        self._apply("approve", ApproveSignal, raw, self._gate.approve, "approval")
 
     @workflow.signal(name="reject")
     def reject(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
-        self._apply("reject", RejectSignal, raw, self._gate.reject)
+        self._apply("reject", RejectSignal, raw, self._gate.reject, "approval")
 
     @workflow.signal(name="reply")
     def reply(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
-        self._apply("reply", ReplySignal, raw, self._gate.reply)
+        self._apply("reply", ReplySignal, raw, self._gate.reply, "question")
 
     @workflow.update(name="decide")
     def decide(self, raw: Any) -> HumanDecision:
@@ -135,6 +145,8 @@ class AgentWorkflow:
         returns the recorded decision."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
+            if self._children.route(update.call_id):
+                return self._children.forward_decide(update)
             return self._gate.decide(update)
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
@@ -144,9 +156,20 @@ class AgentWorkflow:
         """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
-            self._gate.check(update)
+            if self._children.route(update.call_id):
+                self._children.check_decide(update)
+            else:
+                self._gate.check(update)
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
+
+    @workflow.signal(name=CHILD_PENDING_SIGNAL)
+    def child_pending(self, raw: Any) -> None:
+        """From a sub-agent: its calls waiting for a person, shown and answered here."""
+        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
+        if report is not None:
+            self._children.update(report)
+            self._on_gate_change()
 
     # -- steering ------------------------------------------------------------------------------
 
@@ -174,16 +197,26 @@ class AgentWorkflow:
             refuse(f"the run has ended ({self._phase}); nothing can be steered", STEER_REFUSED)
 
     def _apply(
-        self, name: str, model: type[SignalT], raw: Any, apply: Callable[[SignalT], object]
+        self,
+        name: str,
+        model: type[SignalT],
+        raw: Any,
+        apply: Callable[[SignalT], object],
+        kind: WaitKind,
     ) -> None:
-        """Apply a signal; one that cannot apply is logged and ignored, never failing the run."""
+        """Apply a signal (forwarding it to the sub-agents whose calls it names); one that
+        cannot apply is logged and ignored, never failing the run."""
         signal = parse_or_ignore(model, raw, name)
         if signal is None:
+            return
+        call_id = getattr(signal, "call_id", "")
+        if self._children.forward(name, signal, call_id, kind):
             return
         try:
             apply(signal)
         except approvals.DecisionRefused as error:
-            workflow.logger.warning("signal %s ignored: %s", name, error)
+            if call_id != ALL_PENDING or not self._children.waiting_for(kind):
+                workflow.logger.warning("signal %s ignored: %s", name, error)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -192,7 +225,9 @@ class AgentWorkflow:
         # The input arrives untyped on purpose: if the SDK decoded it into AgentInput, bad CLI
         # JSON would fail the workflow *task* and retry forever; here it fails the run at once.
         try:
-            params = validate_agent_input(raw_input, REGISTRY.names(), OUTPUT_TYPES.names())
+            params = validate_agent_input(
+                raw_input, REGISTRY.names(), OUTPUT_TYPES.names(), AGENT_PROFILES.by_name()
+            )
         except InvalidAgentInput as error:
             refuse(str(error), INVALID_INPUT)
         self._params = params
@@ -238,7 +273,15 @@ class AgentWorkflow:
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
         model = ModelGateway(params, self._log, output)
-        tool_round = ToolRound(params, run_tools.tools, self._gate, self._log, run_tools.mcp_tools)
+        tool_round = ToolRound(
+            params,
+            run_tools.tools,
+            self._gate,
+            self._log,
+            run_tools.mcp_tools,
+            run_tools.agents,
+            self._children,
+        )
         limits = Limits.of(params)
         self._announce(params, run_tools.names)
         while True:
@@ -389,15 +432,25 @@ class AgentWorkflow:
         workflow.set_current_details(current_details(self.status()))
 
     def _on_gate_change(self) -> None:
-        """Pending requests changed: show them, and tell the session (if any)."""
+        """Pending requests changed: show them, and tell the session or the parent run."""
         self._publish()
-        if self._params is not None and self._params.session is not None:
-            pending = list(self._gate.pending.values())
-            task = asyncio.create_task(
-                signal_session(self._params.session, "turn_pending", pending)
+        params = self._params
+        if params is None:
+            return
+        if params.session is not None:
+            self._spawn(signal_session(params.session, "turn_pending", self._pending()))
+        if params.parent is not None:
+            report = ChildPending(
+                call_key=params.parent.call_key,
+                workflow_id=workflow.info().workflow_id,
+                pending=self._pending(),
             )
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(signal_parent(params.parent, report))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _log_context(self) -> dict[str, Any]:
         session = self._params.session if self._params else None

@@ -3,7 +3,7 @@ run's allowlist, its memory scope and its output schema), the tools of the MCP s
 for (listed by an activity, so the list is in history and replay sees the same one), and a check
 that its approval policy is allowed on this worker.
 
-Seam: further kinds of callee (agent profiles as tools) join the run's tools here.
+Agent profiles the run may hand work to are offered as tools too (see `workflows.delegation`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
+    from contracts.agents import AgentProfile
     from contracts.errors import INVALID_INPUT
     from contracts.mcp import (
         MCP_LIST_TOOLS_ACTIVITY,
@@ -36,8 +37,10 @@ with workflow.unsafe.imports_passed_through():
     )
     from loop.policy import overridden_approvals
     from loop.tool_requests import ArgsSchema
+    from tools.agents import AGENT_PROFILES
     from tools.catalog import REGISTRY
     from tools.definition import Tool
+    from workflows.delegation import agent_tool_schema
     from workflows.refusals import refuse
     from workflows.tool_round import mcp_tool_schema
 
@@ -48,11 +51,16 @@ class RunTools:
 
     tools: list[Tool]
     mcp_tools: list[McpToolSpec]
+    agents: list[AgentProfile]
     schemas: list[ToolSchema]
 
     @property
     def names(self) -> list[str]:
-        return [*(t.name for t in self.tools), *(s.qualified_name for s in self.mcp_tools)]
+        return [
+            *(t.name for t in self.tools),
+            *(s.qualified_name for s in self.mcp_tools),
+            *(p.name for p in self.agents),
+        ]
 
     @property
     def outside_schemas(self) -> dict[str, ArgsSchema]:
@@ -61,14 +69,20 @@ class RunTools:
 
 
 async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunTools:
-    """The run's tools: local ones, MCP ones, and `final_result` for a typed answer."""
+    """The run's tools: local ones, MCP ones, agent profiles, and `final_result` for a typed
+    answer."""
     tools = local_tools(params, output)
     mcp_tools = await list_mcp_tools(params)
+    agents = AGENT_PROFILES.select(params.agents or [])
     await check_policy(params, tools)
-    schemas = [t.schema() for t in tools] + [mcp_tool_schema(s) for s in mcp_tools]
+    schemas = [
+        *(t.schema() for t in tools),
+        *(mcp_tool_schema(s) for s in mcp_tools),
+        *(agent_tool_schema(p) for p in agents),
+    ]
     if output is not None and output.mode == "tool":
         schemas.append(final_result_tool(output))
-    return RunTools(tools, mcp_tools, schemas)
+    return RunTools(tools, mcp_tools, agents, schemas)
 
 
 def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:

@@ -33,6 +33,7 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
     from contracts.agent_result import StepStatus, ToolStep
+    from contracts.agents import AgentProfile, DelegateArgs
     from contracts.approvals import HumanDecision, PendingRequest
     from contracts.errors import HUMAN_WAIT_TIMED_OUT, TOOL_ERROR, TOOL_FAILED_RUN
     from contracts.mcp import McpCallRequest, McpToolSpec
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import ModelReply, ToolSchema
     from contracts.scratchpad import Scratchpad
     from contracts.tool_io import ToolInvocation, ToolOutput
+    from contracts.usage import TokenUsage
     from loop import approvals
     from loop.observations import ToolFailure, failure_observation
     from loop.policy import PolicyVerdict, denied_observation, verdict
@@ -48,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.summaries import shorten, tool_call_summary
     from loop.tool_requests import ArgsSchema, PlannedCall, RefusedCall, plan_tool_calls
     from tools.definition import Tool, ToolOptions
+    from workflows.delegation import ChildRequests, Delegated, run_child
     from workflows.human_gate import HumanGate
     from workflows.run_log import RunLog, ms_since
 
@@ -65,6 +68,7 @@ class Callee:
     options: ToolOptions
     local: Tool | None = None
     mcp: McpToolSpec | None = None
+    agent: AgentProfile | None = None
 
     @property
     def asks_user(self) -> bool:
@@ -77,6 +81,10 @@ class Callee:
     @classmethod
     def of_mcp(cls, spec: McpToolSpec) -> Callee:
         return cls(spec.qualified_name, MCP_TOOL_OPTIONS, mcp=spec)
+
+    @classmethod
+    def of_agent(cls, profile: AgentProfile) -> Callee:
+        return cls(profile.name, ToolOptions(), agent=profile)
 
 
 def mcp_tool_schema(spec: McpToolSpec) -> ToolSchema:
@@ -118,14 +126,26 @@ class ToolRound:
         gate: HumanGate,
         log: RunLog,
         mcp_tools: Sequence[McpToolSpec] = (),
+        agents: Sequence[AgentProfile] = (),
+        children: ChildRequests | None = None,
     ):
+        self._children = children or ChildRequests()
         self._params = params
-        callees = [Callee.of_tool(t) for t in tools] + [Callee.of_mcp(s) for s in mcp_tools]
+        callees = [
+            *(Callee.of_tool(t) for t in tools),
+            *(Callee.of_mcp(s) for s in mcp_tools),
+            *(Callee.of_agent(p) for p in agents),
+        ]
         self._callees = {callee.name: callee for callee in callees}
         self._arg_models: dict[str, ArgsSchema] = {
             **{t.name: t.args_model for t in tools},
             **{s.qualified_name: s.input_schema for s in mcp_tools},
+            **{p.name: DelegateArgs for p in agents},
         }
+        self._pad = Scratchpad(messages=[])
+        """The scratchpad the current round started from (sub-agents get what is left of its
+        budgets)."""
+        self._delegated: dict[str, Delegated] = {}
         self._gate = gate
         self._log = log
 
@@ -136,6 +156,7 @@ class ToolRound:
         round before anything runs. Calls in `refused` (by id) do not run: their observation is
         given (an invalid typed answer's validation errors)."""
         max_repeats = self._params.max_repeated_calls
+        self._pad, self._delegated = pad, {}
         planned = [
             RefusedCall(p.call, refused[p.call.id]) if refused and p.call.id in refused else p
             for p in plan_tool_calls(reply.tool_calls, self._arg_models)
@@ -157,11 +178,15 @@ class ToolRound:
             for (step, _), text in zip(outcomes, observed.observations, strict=True)
         ]
         stopping = [step.observation for step, stop_run in outcomes if stop_run]
+        children = list(self._delegated.values())
+        costs = [c.cost_usd for c in children if c.cost_usd is not None]
         return Round(
             steps=steps,
             repetition=observed.state,
             stopped_by_tool=stopping[0] if stopping else None,
             repeated_tool=observed.stop_tool,
+            spent=sum((c.usage for c in children), TokenUsage()),
+            spent_cost_usd=sum(costs) if costs else None,
         )
 
     async def _run_call(self, planned: PlannedCall, iteration: int) -> tuple[ToolStep, bool]:
@@ -178,8 +203,10 @@ class ToolRound:
             args: dict[str, Any] | None,
             human: HumanDecision | None = None,
         ) -> ToolStep:
+            child = self._delegated.get(call.id)
             return ToolStep(
                 policy=policy.because if policy else None,
+                child_workflow_id=child.workflow_id if child else None,
                 iteration=iteration,
                 call_id=call.id,
                 tool=call.name,
@@ -305,9 +332,15 @@ class ToolRound:
         """Run the call's activity (named after the tool): (observation, status, stop_run). A
         failure becomes an `Error: ...` observation unless the tool is set to stop the run.
 
-        Seam: a tool whose activity is a child workflow (a sub-agent) is dispatched here."""
+        An agent profile runs as a child workflow instead (see `workflows.delegation`)."""
         options = item.options
         started = workflow.now()
+        if item.agent is not None:
+            done = await run_child(self._params, self._pad, item.agent, args["task"], call.id)
+            self._delegated[call.id] = done
+            self._children.forget(f"{item.agent.name}-{call.id}")
+            self._log_tool(item, call, "error" if done.failed else "ok", started)
+            return done.observation, "error" if done.failed else "ok", False
         activity_input, summary = self._activity_input(item, call, args, iteration)
         try:
             output = await workflow.execute_activity(

@@ -1,0 +1,58 @@
+"""Sub-agents: named agent profiles an application defines next to its tools, which a run may
+call as tools (each call a child `AgentWorkflow`), and what a child tells its parent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.approvals import PendingRequest
+
+CHILD_PENDING_SIGNAL = "child_pending"
+"""Signal a child run sends its parent whenever its calls waiting for a person change."""
+
+
+class AgentProfile(BaseModel):
+    """A named agent a run can hand work to: its instructions, tools, model and limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+    description: str = Field(min_length=1, description="What the model is told it is for.")
+    system_prompt: str = Field(min_length=1)
+    tools: list[str] | None = Field(default=None, description="None: every registered tool.")
+    agents: list[str] = Field(default=[], description="Profiles it may call in turn.")
+    model: str | None = Field(default=None, description="None: the parent run's model.")
+    max_iterations: int = Field(default=8, ge=1, le=1000)
+    max_total_tokens: int | None = Field(default=None, gt=0)
+    output_schema: dict[str, Any] | None = None
+
+
+class ParentLink(BaseModel):
+    """Set by a parent run on its child: where to report pending requests, and the key that
+    names the child at the parent (`<profile>-<call id>`)."""
+
+    workflow_id: str
+    call_key: str
+
+
+class ChildPending(BaseModel):
+    """Signal `child_pending`: the child's calls (and its own children's) waiting for a
+    person, as the child sees them."""
+
+    call_key: str
+    workflow_id: str
+    pending: list[PendingRequest]
+
+
+class DelegateArgs(BaseModel):
+    """The arguments the model gives when it calls an agent profile."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(
+        min_length=1,
+        max_length=50_000,
+        description="The task for this agent, self-contained: it sees nothing else.",
+    )

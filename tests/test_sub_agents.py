@@ -1,0 +1,260 @@
+"""Sub-agents: agent profiles called as tools, each call a child AgentWorkflow; the child's
+pending approvals answered at the parent; the parent's policy and budgets over its children;
+cancellation and nesting limits. Real worker and server; one scripted model answers parent and
+children (told apart by their system prompts)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from contracts.agent_result import AgentResult
+from contracts.agent_status import AgentStatus
+from contracts.agents import AgentProfile
+from contracts.approvals import HumanDecision, PendingRequest
+from contracts.errors import INVALID_INPUT
+from contracts.model_io import ModelRequest
+from tests.conftest import ScriptedHarness, activity_types
+from tests.eventually import eventually
+from tests.scripted_model import Completion, call, gate, text, tool_calls
+from tools.agents import AGENT_PROFILES, RESEARCHER
+
+WRITER = AgentProfile(
+    name="writer",
+    description="Writes files.",
+    system_prompt="You are the WRITER.",
+    tools=["write_file"],
+    max_iterations=4,
+)
+NESTER = AgentProfile(
+    name="nester",
+    description="Hands the task to another nester.",
+    system_prompt="You are a NESTER.",
+    tools=[],
+    agents=["nester"],
+)
+SLEEPER = AgentProfile(
+    name="sleeper", description="Never answers.", system_prompt="You SLEEP.", tools=[]
+)
+for _profile in (WRITER, NESTER, SLEEPER):
+    if AGENT_PROFILES.get(_profile.name) is None:
+        AGENT_PROFILES.register(_profile)
+
+
+def who(request: ModelRequest) -> str:
+    system = request.messages[0].content or ""
+    for name in ("WRITER", "NESTER", "SLEEP"):
+        if name in system:
+            return name
+    return "researcher" if system == RESEARCHER.system_prompt else "parent"
+
+
+def turns(request: ModelRequest) -> int:
+    """How many tool results this agent has seen (0 on its first call)."""
+    return sum(1 for m in request.messages if m.role == "tool")
+
+
+def last_tool_result(request: ModelRequest) -> str:
+    return next(m.content or "" for m in reversed(request.messages) if m.role == "tool")
+
+
+async def test_a_profile_runs_as_a_child_workflow(scripted_agent: ScriptedHarness) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "researcher":
+            if turns(request) == 0:
+                return tool_calls(call("calculator", {"expression": "6*7"}, id="r1"))
+            return f"The researcher found {last_tool_result(request)}."
+        if turns(request) == 0:
+            return tool_calls(call("researcher", {"task": "What is 6*7?"}, id="d1"))
+        return f"Delegated: {last_tool_result(request)}"
+
+    scripted_agent.model.set_handler(script)
+    result, handle = await scripted_agent.run({"prompt": "research 6*7", "agents": ["researcher"]})
+
+    assert result.answer == "Delegated: The researcher found 42."
+    [step] = result.steps
+    child_id = f"{handle.id}/researcher-d1"
+    assert (step.tool, step.child_workflow_id) == ("researcher", child_id)
+    child = scripted_agent.client.get_workflow_handle(child_id, result_type=AgentResult)
+    child_result = await child.result()
+    assert await activity_types(child) == ["call_model", "calculator", "call_model"]
+    assert "researcher" not in await activity_types(handle)  # a child workflow, not an activity
+    # the child's tokens count toward the parent: 2 parent calls + 2 child calls
+    assert result.usage.total_tokens == 2 * 15 + child_result.usage.total_tokens
+    offered = next(t for t in scripted_agent.model.requests[0].tools if t.name == "researcher")
+    assert offered.parameters["required"] == ["task"]
+    description = await child.describe()
+    assert description.parent_id == handle.id
+
+
+async def test_a_childs_approval_is_answered_at_the_parent(scripted_agent: ScriptedHarness) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(call("write_file", {"path": "n.txt", "content": "hi"}, id="w1"))
+            return f"writer: {last_tool_result(request)}"
+        if turns(request) == 0:
+            return tool_calls(call("writer", {"task": "write hi to n.txt"}, id="d1"))
+        return "done"
+
+    scripted_agent.model.set_handler(script)
+    handle = await scripted_agent.start({"prompt": "write", "agents": ["writer"]})
+    pending = await eventually(
+        lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),
+        what="the child's write waiting at the parent",
+    )
+    [request] = pending
+    assert (request.call_id, request.tool) == ("writer-d1/w1", "write_file")
+    assert f"--workflow-id {handle.id} " in request.command
+    status = await handle.query("status", result_type=AgentStatus)
+    assert [p.call_id for p in status.pending] == ["writer-d1/w1"]
+
+    decision = await handle.execute_update(
+        "decide",
+        {"call_id": "writer-d1/w1", "decision": "approve", "by": "alice"},
+        result_type=HumanDecision,
+    )
+    assert (decision.outcome, decision.by) == ("approved", "alice")
+    result = await handle.result()
+    assert (scripted_agent.workspace / "n.txt").read_text() == "hi"
+    child = scripted_agent.client.get_workflow_handle(
+        f"{handle.id}/writer-d1", result_type=AgentResult
+    )
+    child_step = (await child.result()).steps[0]
+    assert child_step.human is not None and child_step.human.by == "alice"
+    assert result.answer == "done"
+    assert await handle.query("pending_approvals", result_type=list[PendingRequest]) == []
+
+
+async def test_a_signal_for_every_pending_approval_reaches_the_child(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(call("write_file", {"path": "s.txt", "content": "x"}, id="w"))
+            return "written"
+        return tool_calls(call("writer", {"task": "t"}, id="d")) if turns(request) == 0 else "ok"
+
+    scripted_agent.model.set_handler(script)
+    handle = await scripted_agent.start({"prompt": "write", "agents": ["writer"]})
+    await eventually(
+        lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),
+        what="a pending approval",
+    )
+    await handle.signal("approve", {"call_id": "*", "by": "bob"})
+    assert (await handle.result()).answer == "ok"
+    assert (scripted_agent.workspace / "s.txt").read_text() == "x"
+
+
+async def test_the_parents_deny_rule_binds_its_children(scripted_agent: ScriptedHarness) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(call("write_file", {"path": "d.txt", "content": "x"}, id="w"))
+            return last_tool_result(request)
+        if turns(request) == 0:
+            return tool_calls(call("writer", {"task": "t"}, id="d"))
+        return last_tool_result(request)
+
+    scripted_agent.model.set_handler(script)
+    result, handle = await scripted_agent.run(
+        {
+            "prompt": "write",
+            "agents": ["writer"],
+            "approval_policy": {"rules": [{"tools": "write_*", "action": "deny"}]},
+        }
+    )
+    assert result.answer.startswith("Error: denied by policy: write_* → deny")
+    child = scripted_agent.client.get_workflow_handle(f"{handle.id}/writer-d")
+    assert "write_file" not in await activity_types(child)
+    assert not (scripted_agent.workspace / "d.txt").exists()
+
+
+async def test_nesting_past_the_limit_is_an_observation(scripted_agent: ScriptedHarness) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if turns(request) == 0:
+            return tool_calls(call("nester", {"task": "go deeper"}, id="n"))
+        return f"nested: {last_tool_result(request)}"
+
+    scripted_agent.model.set_handler(script)
+    result, handle = await scripted_agent.run(
+        {"prompt": "nest", "agents": ["nester"], "max_agent_depth": 2}
+    )
+    assert result.stop_reason == "completed"
+    grandchild = scripted_agent.client.get_workflow_handle(
+        f"{handle.id}/nester-n/nester-n", result_type=AgentResult
+    )
+    deepest = await grandchild.result()
+    assert deepest.steps[0].status == "error"
+    assert "agents may nest 2 deep" in deepest.steps[0].observation
+    assert "nested: nested: Error: agents may nest 2 deep" in result.answer
+
+
+async def test_cancelling_the_parent_cancels_its_children(scripted_agent: ScriptedHarness) -> None:
+    release = asyncio.Event()
+
+    def script(request: ModelRequest) -> Any:
+        if who(request) == "SLEEP":
+            return gate(release, text("never"))
+        return tool_calls(call("sleeper", {"task": "sleep"}, id="s"))
+
+    scripted_agent.model.set_handler(script)
+    handle = await scripted_agent.start({"prompt": "sleep", "agents": ["sleeper"]})
+    child = scripted_agent.client.get_workflow_handle(f"{handle.id}/sleeper-s")
+    await eventually(
+        lambda: any(who(r) == "SLEEP" for r in scripted_agent.model.requests),
+        what="the child's model call",
+    )
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    ended = await eventually(lambda: _closed_status(child), what="the child to end as cancelled")
+    assert ended == WorkflowExecutionStatus.CANCELED
+
+
+async def _closed_status(handle: Any) -> WorkflowExecutionStatus | None:
+    status = (await handle.describe()).status
+    return None if status == WorkflowExecutionStatus.RUNNING else status
+
+
+async def test_childrens_tokens_count_toward_the_parents_budget(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "researcher":
+            return text("found it", usage=(400, 100))
+        return tool_calls(call("researcher", {"task": "q"}, id=f"d{turns(request)}"))
+
+    scripted_agent.model.set_handler(script)
+    result, _ = await scripted_agent.run(
+        {"prompt": "research", "agents": ["researcher"], "max_total_tokens": 300}
+    )
+    assert result.stop_reason == "token_budget"
+    assert result.usage.total_tokens == 15 + 500
+    assert len(result.steps) == 1
+
+
+@pytest.mark.parametrize(
+    ("agents", "named"),
+    [
+        (["nobody"], "agents: unknown agent profile(s) nobody; available: researcher"),
+        (["calculator"], "agents: unknown agent profile(s) calculator"),
+    ],
+)
+async def test_unknown_profiles_are_refused_at_start(
+    scripted_agent: ScriptedHarness, agents: list[str], named: str
+) -> None:
+    handle = await scripted_agent.start(
+        {"prompt": "x", "agents": agents}, workflow_id=f"agent-{uuid.uuid4()}"
+    )
+    with pytest.raises(WorkflowFailureError) as failure:
+        await handle.result()
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == INVALID_INPUT
+    assert named in cause.message

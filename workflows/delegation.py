@@ -1,0 +1,272 @@
+"""Sub-agents as child workflows, from the parent's side.
+
+A call of an agent profile starts a child `AgentWorkflow` (id `<parent id>/<profile>-<call id>`,
+its own run in the Web UI, linked from the parent) with the profile's instructions, tools and
+limits, the parent's approval policy (delegating never gets around a `deny` or an `ask`), what
+is left of the parent's budgets, and one more level of nesting. Cancelling the parent cancels
+its children.
+
+A child reports its calls waiting for a person to its parent (signal `child_pending`); the
+parent shows them in `pending_approvals` and `status` under ids `<profile>-<call id>/<child's
+call id>` and forwards `approve` / `reject` / `reply` / `decide` to the child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
+from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel
+
+    from contracts.agent_input import AgentInput
+    from contracts.agent_result import AgentResult
+    from contracts.agents import (
+        CHILD_PENDING_SIGNAL,
+        AgentProfile,
+        ChildPending,
+        DelegateArgs,
+        ParentLink,
+    )
+    from contracts.approvals import (
+        ALL_PENDING,
+        ApproveSignal,
+        DecideUpdate,
+        HumanDecision,
+        PendingRequest,
+        RejectSignal,
+        WaitKind,
+    )
+    from contracts.budgets import CostBudget
+    from contracts.model_io import ToolSchema
+    from contracts.scratchpad import Scratchpad
+    from contracts.usage import TokenUsage
+    from loop import approvals
+
+KEY_SEPARATOR = "/"
+"""Between a child's key and the child's own call id in the ids shown at the parent."""
+
+
+def agent_tool_schema(profile: AgentProfile) -> ToolSchema:
+    """What the model is told about an agent profile: a tool taking a task."""
+    parameters = DelegateArgs.model_json_schema()
+    parameters.pop("title", None)
+    return ToolSchema(name=profile.name, description=profile.description, parameters=parameters)
+
+
+def child_input(
+    params: AgentInput, pad: Scratchpad, profile: AgentProfile, task: str, link: ParentLink
+) -> AgentInput:
+    """The child run's input: the profile's, under the parent's policy and remaining budgets."""
+    tokens_left = (
+        max(1, params.max_total_tokens - pad.usage.total_tokens)
+        if params.max_total_tokens is not None
+        else None
+    )
+    if profile.max_total_tokens is not None:
+        tokens_left = min(tokens_left or profile.max_total_tokens, profile.max_total_tokens)
+    budget = params.cost_budget
+    cost_left = (
+        CostBudget(max_usd=max(0.0, budget.max_usd - (pad.cost_usd or 0.0)), prices=budget.prices)
+        if budget is not None
+        else None
+    )
+    return AgentInput(
+        prompt=task,
+        system_prompt=profile.system_prompt,
+        tools=profile.tools,
+        agents=profile.agents or None,
+        model=profile.model or params.model,
+        fallback_models=params.fallback_models,
+        max_iterations=profile.max_iterations,
+        max_total_tokens=tokens_left,
+        cost_budget=cost_left,
+        output_schema=profile.output_schema,
+        approval_policy=params.approval_policy,
+        approval_timeout_seconds=params.approval_timeout_seconds,
+        approval_timeout_action=params.approval_timeout_action,
+        memory_scope=params.memory_scope,
+        max_agent_depth=params.max_agent_depth,
+        depth=params.depth + 1,
+        parent=link,
+    )
+
+
+@dataclass(frozen=True)
+class Delegated:
+    """What a child run came back with: the observation, whether it failed, what it spent."""
+
+    observation: str
+    failed: bool
+    usage: TokenUsage
+    cost_usd: float | None
+    workflow_id: str
+
+
+async def run_child(
+    params: AgentInput, pad: Scratchpad, profile: AgentProfile, task: str, call_id: str
+) -> Delegated:
+    """Run `profile` on `task` as a child workflow; its answer (or typed output) is the
+    observation, a failure an `Error: ...` one."""
+    parent_id = workflow.info().workflow_id
+    key = f"{profile.name}-{call_id}"
+    child_id = f"{parent_id}/{key}"
+    if params.depth + 1 > params.max_agent_depth:
+        return Delegated(
+            f"Error: agents may nest {params.max_agent_depth} deep and this call would be "
+            f"deeper; do the task yourself.",
+            True,
+            TokenUsage(),
+            None,
+            child_id,
+        )
+    link = ParentLink(workflow_id=parent_id, call_key=key)
+    try:
+        result = await workflow.execute_child_workflow(
+            "AgentWorkflow",
+            child_input(params, pad, profile, task, link),
+            id=child_id,
+            result_type=AgentResult,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
+            static_summary=f"{profile.name}: {task[:200]}",
+        )
+    except ChildWorkflowError as error:
+        if is_cancelled_exception(error):
+            raise
+        cause = error.cause
+        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        return Delegated(
+            f"Error: the {profile.name} agent failed: {detail}", True, TokenUsage(), None, child_id
+        )
+    observation = result.answer if result.output is None else json.dumps(result.output)
+    if result.stop_reason not in ("completed", "stopped_by_tool"):
+        observation = (
+            f"[the {profile.name} agent stopped early: {result.stop_reason}]\n{observation}"
+        )
+    return Delegated(observation, False, result.usage, result.cost_usd, child_id)
+
+
+async def signal_parent(link: ParentLink, report: ChildPending) -> None:
+    """Tell the parent run which of this run's calls wait for a person."""
+    await signal_child(link.workflow_id, CHILD_PENDING_SIGNAL, report)
+
+
+async def signal_child(workflow_id: str, name: str, payload: Any) -> None:
+    """Forward a decision; a child that has ended meanwhile is not an error of this run."""
+    try:
+        await workflow.get_external_workflow_handle(workflow_id).signal(name, payload)
+    except Exception as error:
+        workflow.logger.warning("could not forward %s to %s: %s", name, workflow_id, error)
+
+
+class ChildRequests:
+    """The calls of this run's children that wait for a person, shown here and answered here
+    (decisions are forwarded to the child as signals)."""
+
+    def __init__(self) -> None:
+        self._children: dict[str, ChildPending] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    def forward(self, name: str, signal: BaseModel, call_id: str, kind: WaitKind) -> bool:
+        """Forward a decision signal to the children it names; True when it named only
+        children (so this run has nothing to apply). `*` goes to every child waiting for
+        `kind`, and still applies here too."""
+        targets = self.forwards(call_id, kind)
+        for child, inner in targets:
+            payload = {**signal.model_dump(exclude_none=True), "call_id": inner}
+            self._spawn(signal_child(child, name, payload))
+        return bool(targets) and call_id != ALL_PENDING
+
+    def check_decide(self, update: DecideUpdate) -> PendingRequest:
+        """The child request a `decide` update names, or `DecisionRefused` saying why not."""
+        request = self.find(update.call_id)
+        if request is None:
+            raise approvals.DecisionRefused(f"no pending call {update.call_id!r}")
+        if request.kind != "approval":
+            raise approvals.DecisionRefused(f"call {update.call_id!r} is a question: reply to it")
+        approvals.check_digest(request, update.args_digest)
+        return request
+
+    def forward_decide(self, update: DecideUpdate) -> HumanDecision:
+        """Forward a `decide` update to the child as the signal of the same decision; returns
+        the decision as the child will record it (the child checks edited arguments again)."""
+        request = self.check_decide(update)
+        name = "approve" if update.decision == "approve" else "reject"
+        signal: BaseModel = (
+            ApproveSignal(
+                call_id=update.call_id,
+                args=update.args,
+                args_digest=update.args_digest,
+                by=update.by,
+                comment=update.comment,
+            )
+            if update.decision == "approve"
+            else RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)
+        )
+        self.forward(name, signal, update.call_id, "approval")
+        now = workflow.now()
+        if update.decision == "approve":
+            return approvals.approved(
+                request, now=now, edited_args=update.args, by=update.by, comment=update.comment
+            )
+        return approvals.rejected(request, now=now, reason=update.reason, by=update.by)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def forget(self, call_key: str) -> None:
+        """The child ended: nothing of it waits any more."""
+        self._children.pop(call_key, None)
+
+    def update(self, report: ChildPending) -> None:
+        if report.pending:
+            self._children[report.call_key] = report
+        else:
+            self._children.pop(report.call_key, None)
+
+    def visible(self) -> list[PendingRequest]:
+        """Each child's pending requests under this run's ids, with commands aimed here."""
+        parent_id = workflow.info().workflow_id
+        shown = []
+        for key, report in self._children.items():
+            for request in report.pending:
+                call_id = f"{key}{KEY_SEPARATOR}{request.call_id}"
+                command = approvals.answer_command(parent_id, request.kind, call_id)
+                shown.append(request.model_copy(update={"call_id": call_id, "command": command}))
+        return shown
+
+    def find(self, call_id: str) -> PendingRequest | None:
+        return next((r for r in self.visible() if r.call_id == call_id), None)
+
+    def route(self, call_id: str) -> tuple[str, str] | None:
+        """(child workflow id, the child's own call id) for an id that names a child's call."""
+        key, separator, inner = call_id.partition(KEY_SEPARATOR)
+        report = self._children.get(key)
+        if not separator or report is None:
+            return None
+        return report.workflow_id, inner
+
+    def waiting_for(self, kind: WaitKind) -> Iterable[str]:
+        """Children with at least one request of `kind` (for `*`)."""
+        return [
+            report.workflow_id
+            for report in self._children.values()
+            if any(r.kind == kind for r in report.pending)
+        ]
+
+    def forwards(self, call_id: str, kind: WaitKind) -> list[tuple[str, str]]:
+        """Where a decision naming `call_id` goes: `[(child workflow id, call id there)]`."""
+        if call_id == ALL_PENDING:
+            return [(child, ALL_PENDING) for child in self.waiting_for(kind)]
+        routed = self.route(call_id)
+        return [routed] if routed else []
