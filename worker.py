@@ -19,7 +19,9 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from activities.mcp_config import load_mcp_config
 from contracts.policy import WorkerPolicy
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.log_format import configure_logging
@@ -29,6 +31,9 @@ from runtime.temporal_client import DEFAULT_ADDRESS, connect_with_settings, load
 from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
+
+if TYPE_CHECKING:
+    from activities.mcp_servers import McpServers
 
 log = logging.getLogger("worker")
 
@@ -58,6 +63,17 @@ def start_command(settings: AgentSettings, address: str | None, cli: str) -> str
 async def serve(settings: AgentSettings) -> None:
     for module in settings.tool_modules:  # they register their tools in REGISTRY on import
         importlib.import_module(module)
+    # A malformed MCP_CONFIG stops the worker here, naming the server and the field.
+    mcp_config = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
+    mcp: McpServers | None = None
+    if mcp_config:  # the SDK is imported only then
+        from activities.mcp_servers import McpServers
+
+        mcp = McpServers(mcp_config)
+        log.info(
+            "MCP servers (started on first use, stopped on exit): %s",
+            ", ".join(f"{c.name} ({c.transport}: {c.describe()})" for c in mcp_config.values()),
+        )
     server: DevServer | None = None
     connection = load_connection(settings)
     configured = connection.address is not None  # by the environment or a profile
@@ -110,12 +126,15 @@ async def serve(settings: AgentSettings) -> None:
             workspace=settings.workspace.resolve(),
             drain_seconds=settings.drain_seconds,
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),
+            mcp=mcp,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         async with contextlib.AsyncExitStack() as stack:
+            if mcp is not None:  # stops the stdio servers after the workers drained
+                await stack.enter_async_context(mcp)
             for worker in workers:
                 await stack.enter_async_context(worker)
             cli = shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))

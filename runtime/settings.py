@@ -102,6 +102,7 @@ class AgentSettings(BaseSettings):
     | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
     | ALLOW_RUN_AUTO_APPROVE | a run's policy may auto-run tools that require approval | false |
+    | MCP_CONFIG | JSON file of MCP tool servers (Claude Desktop format; README) | unset |
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
     | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
@@ -148,6 +149,7 @@ class AgentSettings(BaseSettings):
     drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
     tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
+    mcp_config: Path | None = _env("MCP_CONFIG", default=None)
     # -- payload encryption and the codec server
     payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
     payload_key_id: str = _env("AGENT_PAYLOAD_KEY_ID", default="default", min_length=1)

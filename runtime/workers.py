@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -26,6 +26,9 @@ from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
 
+if TYPE_CHECKING:
+    from activities.mcp_servers import McpServers
+
 
 def build_workers(
     client: Client,
@@ -37,10 +40,13 @@ def build_workers(
     drain_seconds: float = 0.0,
     context_cache: ContextCache | None = None,
     policy: WorkerPolicy | None = None,
+    mcp: McpServers | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
     On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
+    With `mcp` (the MCP servers, opened and closed by the caller), the main worker also runs
+    `list_mcp_tools` and every `<server>__<tool>` call.
     """
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
@@ -62,6 +68,11 @@ def build_workers(
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
         )
 
+    mcp_calls: list[Callable[..., Any]] = []
+    if mcp is not None:  # imported only then: the SDK takes half a second to import
+        from activities.mcp_activities import mcp_activities
+
+        mcp_calls = mcp_activities(mcp)
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in registry.all():
         by_queue[item.options.task_queue or task_queue].append(item)
@@ -70,6 +81,7 @@ def build_workers(
         [
             ModelActivities(model, cache=context_cache).call_model,
             worker_policy_activity(policy or WorkerPolicy()),
+            *mcp_calls,
             *tool_activities(by_queue.pop(task_queue, []), workspace),
         ],
         [AgentWorkflow, SessionWorkflow],

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -29,6 +29,9 @@ from runtime.workers import build_workers
 from tests.fake_openai import FakeOpenAIServer
 from tests.scripted_model import ScriptedChatModel
 from tools.catalog import REGISTRY
+
+if TYPE_CHECKING:
+    from activities.mcp_servers import McpServers
 
 SECRET_API_KEY = "sk-test-SECRET-a1b2c3d4e5f6-never-in-history"
 FAKE_MODEL = "fake-model-1"
@@ -121,9 +124,16 @@ async def started_workers(
     task_queue: str | None = None,
     context_cache: ContextCache | None = None,
     policy: WorkerPolicy | None = None,
+    mcp: McpServers | None = None,
 ) -> str:
-    """Start the application's workers (on a fresh task queue unless one is named)."""
+    """Start the application's workers (on a fresh task queue unless one is named).
+
+    With `mcp`, the workers run the MCP activities too, and the stack closes the servers after
+    the workers (as worker.py does).
+    """
     task_queue = task_queue or f"agents-test-{uuid.uuid4()}"
+    if mcp is not None:
+        await stack.enter_async_context(mcp)
     for worker in build_workers(
         client,
         task_queue=task_queue,
@@ -132,6 +142,7 @@ async def started_workers(
         workspace=workspace,
         context_cache=context_cache,
         policy=policy,
+        mcp=mcp,
     ):
         await stack.enter_async_context(worker)
     return task_queue
