@@ -6,6 +6,7 @@
     agent approve ID CALL / reject / reply
     agent status ID / result ID
     agent chat SESSION                    talk with a SessionWorkflow, turn by turn
+    agent eval SUITE.yaml                 run a suite of scenarios, score and chart them
 
 Entry point of the `agent` console script (`cli.main:main`) and of `python -m cli.main`.
 Errors are one line on stderr (`agent: ...`) with a non-zero exit code, never a traceback
@@ -28,6 +29,7 @@ from temporalio.service import RPCError
 from cli import chat, commands, steering
 from cli.connection import Target, explain_rpc
 from cli.errors import CLI_ERROR, DETACHED, CliError
+from cli.evaluation import command as evaluation
 from runtime.settings import AgentSettings, SettingsError
 
 Handler = Callable[[argparse.Namespace, commands.Context], Coroutine[Any, Any, int]]
@@ -181,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat_cmd = command("chat", chat.chat, "talk with an agent session (starts it if needed)")
     chat_cmd.add_argument("session_id", metavar="SESSION")
     _add_follow_options(chat_cmd)
+
+    evaluate = command("eval", evaluation.evaluate, "run a suite of scenarios and score them")
+    evaluation.add_arguments(evaluate)
     return parser
 
 
