@@ -28,13 +28,15 @@ COPY . .
 RUN pip install --no-deps . \
     && rm -rf build ./*.egg-info
 
-# Run as an unprivileged user. The agent's file tools work inside /workspace, a volume owned by
-# that user (a fresh named volume copies this ownership from the image).
+# Run as an unprivileged user. The agent's file tools work inside /workspace, and long-term
+# memory (SQLite, unless MEMORY_DATABASE_URL names a PostgreSQL database) lives in /data: volumes
+# owned by that user (a fresh named volume copies this ownership from the image).
 RUN useradd --create-home --uid 10001 --user-group agent \
-    && mkdir -p /workspace \
-    && chown agent:agent /workspace
+    && mkdir -p /workspace /data \
+    && chown agent:agent /workspace /data
 ENV AGENT_WORKSPACE=/workspace
-VOLUME ["/workspace"]
+ENV MEMORY_DATABASE_PATH=/data/memory.db
+VOLUME ["/workspace", "/data"]
 USER agent
 
 CMD ["python", "worker.py"]

@@ -4,8 +4,9 @@ It connects as the `temporal` CLI does (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TE
 TEMPORAL_TLS*, or a TEMPORAL_PROFILE of a temporal.toml). When none of them names a server it
 uses the one on localhost:7233 if one answers, else starts an embedded dev server (Web UI on
 http://localhost:8233, data in .temporal/dev.db). Without OPENAI_API_KEY it uses the offline
-demo model. Ctrl-C (or SIGTERM) drains and stops both. See runtime/settings.py for every
-environment variable.
+demo model. Long-term memory (the remember / recall / forget tools) is opened and migrated at
+start: SQLite in MEMORY_DATABASE_PATH, or PostgreSQL at MEMORY_DATABASE_URL. Ctrl-C (or
+SIGTERM) drains and stops both. See runtime/settings.py for every environment variable.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from runtime.temporal_client import DEFAULT_ADDRESS, connect_with_settings, load
 from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
 from tools.catalog import REGISTRY
+from tools.memory_store import MemoryStore, open_memory_store
 
 if TYPE_CHECKING:
     from activities.mcp_servers import McpServers
@@ -94,6 +96,7 @@ async def serve(settings: AgentSettings) -> None:
             connection = connection.with_target(address=server.address)
             ui_url = server.ui_url
     address = connection.address or DEFAULT_ADDRESS
+    memory: MemoryStore | None = None
     try:
         client = await connect_with_settings(
             settings, connection, interceptors=tracing_interceptors(settings)
@@ -118,6 +121,15 @@ async def serve(settings: AgentSettings) -> None:
                 settings.openai_base_url or "https://api.openai.com/v1",
             )
         settings.workspace.mkdir(parents=True, exist_ok=True)
+        memory = await open_memory_store(  # connects, creates or migrates the schema
+            url=(
+                settings.memory_database_url.get_secret_value()
+                if settings.memory_database_url
+                else None
+            ),
+            path=settings.memory_database_path,
+        )
+        log.info("long-term memory (remember, recall, forget): %s", memory.description)
         workers = build_workers(
             client,
             task_queue=settings.task_queue,
@@ -127,6 +139,7 @@ async def serve(settings: AgentSettings) -> None:
             drain_seconds=settings.drain_seconds,
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),
             mcp=mcp,
+            memory=memory,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -154,6 +167,8 @@ async def serve(settings: AgentSettings) -> None:
             await stop.wait()
             log.info("stopping: draining in-flight work")
     finally:
+        if memory is not None:  # after the workers drained
+            await memory.close()
         if server is not None:
             server.stop()
 

@@ -20,6 +20,7 @@ from contracts.tool_io import ToolInvocation, ToolOutput
 from loop.observations import truncate_observation
 from loop.validation_errors import describe_validation_error
 from tools.definition import StopRun, Tool, ToolContext, ToolError, TransientToolError
+from tools.memory_store import MemoryStore
 
 
 def render_result(result: Any) -> str:
@@ -68,8 +69,11 @@ def failure_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any]:
+def tool_activity(
+    item: Tool, workspace: Path, memory: MemoryStore | None = None
+) -> Callable[[ToolInvocation], Any]:
     """Wrap `item` as an activity: validate arguments, run with heartbeats, truncate output.
+    The tool sees `workspace` and the worker's `memory` store in its `ToolContext`.
 
     `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
     activity as a non-retryable `ToolError`, so the message goes straight back to the model.
@@ -94,6 +98,7 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
             call_id=invocation.call_id,
             idempotency_key=invocation.idempotency_key,
             scope=invocation.scope,
+            memory=memory,
         )
         started = time.monotonic()
         try:
@@ -144,7 +149,7 @@ def tool_activity(item: Tool, workspace: Path) -> Callable[[ToolInvocation], Any
 
 
 def tool_activities(
-    tools: Iterable[Tool], workspace: Path
+    tools: Iterable[Tool], workspace: Path, memory: MemoryStore | None = None
 ) -> list[Callable[[ToolInvocation], Any]]:
     """One activity per tool in `tools` (question tools have none: a person answers them)."""
-    return [tool_activity(item, workspace) for item in tools if not item.asks_user]
+    return [tool_activity(item, workspace, memory) for item in tools if not item.asks_user]

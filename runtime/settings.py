@@ -112,6 +112,8 @@ class AgentSettings(BaseSettings):
     | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
     | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
     | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
+    | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
+    | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
     | OTEL_ENABLED | `1`/`true`: OpenTelemetry tracing (`otel` extra) | off |
     | OTEL_EXPORTER_OTLP_ENDPOINT | OTLP collector for the spans; unset: console | unset |
     | LOG_LEVEL / LOG_FORMAT | logging level; `text` or `json` (one object per line) | INFO / text |
@@ -148,6 +150,9 @@ class AgentSettings(BaseSettings):
     dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
     drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
     tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
+    # -- long-term memory (tools/memory_store): PostgreSQL when the URL is set, else SQLite
+    memory_database_url: SecretStr | None = _env("MEMORY_DATABASE_URL", default=None)
+    memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
     # -- payload encryption and the codec server
@@ -234,6 +239,15 @@ class AgentSettings(BaseSettings):
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("memory_database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("use a postgresql:// URL")
         return value
 
     @field_validator("payload_key")

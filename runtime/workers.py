@@ -22,6 +22,7 @@ from activities.tool_activities import tool_activities
 from activities.worker_policy import worker_policy_activity
 from contracts.policy import WorkerPolicy
 from tools.definition import Tool
+from tools.memory_store import MemoryStore
 from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
@@ -41,12 +42,15 @@ def build_workers(
     context_cache: ContextCache | None = None,
     policy: WorkerPolicy | None = None,
     mcp: McpServers | None = None,
+    memory: MemoryStore | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
     On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
     With `mcp` (the MCP servers, opened and closed by the caller), the main worker also runs
     `list_mcp_tools` and every `<server>__<tool>` call.
+    `memory` is the long-term memory store the memory tools use (opened and closed by the
+    caller); without one they answer that memory is not set up.
     """
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
@@ -82,11 +86,14 @@ def build_workers(
             ModelActivities(model, cache=context_cache).call_model,
             worker_policy_activity(policy or WorkerPolicy()),
             *mcp_calls,
-            *tool_activities(by_queue.pop(task_queue, []), workspace),
+            *tool_activities(by_queue.pop(task_queue, []), workspace, memory),
         ],
         [AgentWorkflow, SessionWorkflow],
     )
     return [
         main,
-        *(worker(queue, tool_activities(tools, workspace)) for queue, tools in by_queue.items()),
+        *(
+            worker(queue, tool_activities(tools, workspace, memory))
+            for queue, tools in by_queue.items()
+        ),
     ]

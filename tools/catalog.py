@@ -13,11 +13,24 @@ from tools.builtin.calculator import calculator
 from tools.builtin.current_time import current_time
 from tools.builtin.files import read_file
 from tools.builtin.final_answer import final_answer
+from tools.builtin.memory import forget, recall, remember
 from tools.builtin.write_file import write_file
 from tools.outputs import OutputTypes
 from tools.registry import ToolRegistry
 
-REGISTRY = ToolRegistry([calculator, current_time, read_file, write_file, ask_user, final_answer])
+REGISTRY = ToolRegistry(
+    [
+        calculator,
+        current_time,
+        read_file,
+        write_file,
+        ask_user,
+        final_answer,
+        remember,
+        recall,
+        forget,
+    ]
+)
 
 OUTPUT_TYPES = OutputTypes()
 """Typed answers a run can ask for by name (`output_type`); register with

@@ -35,12 +35,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, TypedDict, Unpack, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
 from contracts.approvals import TimeoutAction
 from contracts.errors import TOOL_ERROR
 from contracts.model_io import ToolSchema
+from tools.memory_store import MemoryStore
 
 
 class ToolError(Exception):
@@ -61,9 +62,10 @@ class StopRun:
 
 
 class ToolContext(BaseModel):
-    """Where a tool call runs: the worker's workspace folder and the call's identity."""
+    """Where a tool call runs: the worker's workspace folder, its memory store and the call's
+    identity."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     workspace: Path
     workflow_id: str
@@ -71,6 +73,9 @@ class ToolContext(BaseModel):
     idempotency_key: str
     scope: str | None = None
     """The run's `memory_scope` (always set for a tool with `requires_scope`)."""
+    memory: MemoryStore | None = Field(default=None, repr=False, exclude=True)
+    """The worker's long-term memory store (`tools.memory_store`), opened at worker start;
+    None on a worker built without one."""
 
 
 TRANSIENT_RETRY = RetryPolicy(
