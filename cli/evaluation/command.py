@@ -116,6 +116,10 @@ class _Progress:
             self.stream.flush()
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -143,8 +147,8 @@ async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
     task_queue = ctx.target.task_queue
     names = ", ".join(m or "worker default" for m in models)
     intro = (
-        f"eval {eval_id} · suite {suite.name!r} · {len(scenarios)} scenarios × "
-        f"{len(models)} model{'s' if len(models) != 1 else ''} ({names}) = {len(jobs)} runs · "
+        f"eval {eval_id} · suite {suite.name!r} · {_count(len(scenarios), 'scenario')} × "
+        f"{_count(len(models), 'model')} ({names}) = {_count(len(jobs), 'run')} · "
         f"task queue {task_queue} at {ctx.target.address}"
     )
     (ctx.err if ctx.json else ctx.out).write(intro + "\n")
