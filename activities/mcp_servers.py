@@ -42,6 +42,8 @@ CONNECT_TIMEOUT_SECONDS = 30.0
 """Time a server gets to start and answer the MCP handshake."""
 CLOSE_TIMEOUT_SECONDS = 10.0
 """Time a connection gets to shut down (the SDK's stdio shutdown takes at most about 6 s)."""
+PROBE_TIMEOUT_SECONDS = 2.0
+"""Time a server whose stderr closed gets to prove it still answers."""
 MAX_LIST_PAGES = 100
 STDERR_TAIL_LINES = 20
 
@@ -134,12 +136,26 @@ class _Connection:
         self.stderr: _StderrPipe | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stderr_ignored = False
 
-    @property
-    def alive(self) -> bool:
+    async def alive(self) -> bool:
+        """Whether the connection can be used. A stdio process whose stderr has closed has
+        most likely exited; a quick request tells for sure (some servers close their stderr
+        and live on: then stderr is not looked at again)."""
         if self._task is None or self._task.done() or self.client is None:
             return False
-        return not (self.stderr is not None and self.stderr.closed.is_set())
+        if self.stderr is None or not self.stderr.closed.is_set() or self._stderr_ignored:
+            return True
+        try:  # (ping is gone from newer protocol versions; every server lists its tools)
+            with anyio.fail_after(PROBE_TIMEOUT_SECONDS):
+                await self.client.list_tools()
+        except MCPError as error:  # an error answer is an answer
+            if error.code in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                return False
+        except Exception:
+            return False
+        self._stderr_ignored = True
+        return True
 
     async def open(self, timeout: float) -> None:
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
@@ -279,7 +295,7 @@ class McpServers:
             if self._closed:
                 raise ServerUnavailableError(f"MCP server {name!r}: the worker is shutting down")
             connection = self._connections.get(name)
-            if connection is not None and connection.alive:
+            if connection is not None and await connection.alive():
                 return connection
             if connection is not None:
                 log.warning("MCP server %r: connection lost, starting it again", name)

@@ -2,13 +2,14 @@
 
 - `web`: a small server made with the SDK's `MCPServer` (FastMCP), served over streamable HTTP
   by uvicorn in a thread on a free 127.0.0.1 port (`HttpMcpServer`);
-- `slow`: run as a script (`python tests/mcp_test_servers.py`), a stdio server whose tool takes
-  as long as it is told, to kill or time out a server in the middle of a call.
+- `slow`: run as a script (`python tests/mcp_test_servers.py [--quiet-stderr]`), a stdio server
+  whose tool takes as long as it is told, to kill or time out a server in the middle of a call.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import socket
 import sys
 import threading
@@ -123,5 +124,7 @@ def slow_server() -> MCPServer:
 
 
 if __name__ == "__main__":  # the stdio `slow` server
+    if "--quiet-stderr" in sys.argv:  # lives on with its stderr closed, as some servers do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
     slow_server().run("stdio")
     sys.exit(0)

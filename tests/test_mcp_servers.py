@@ -406,6 +406,20 @@ async def test_a_killed_server_is_started_again(
         assert not running(pid)
 
 
+async def test_a_server_that_closes_its_stderr_is_kept(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A closed stderr usually means the process exited; a server that closes it on purpose
+    answers the check and keeps its one process."""
+    quiet = {"command": sys.executable, "args": [str(SCRIPT), "--quiet-stderr"]}
+    async with mcp_worker(temporal_env, {"quiet": quiet}, tmp_path) as h:
+        for _ in range(3):
+            outcome = await h.call("quiet", "wait", {"seconds": 0})
+            assert outcome["result"]["content"] == "waited 0s"
+            assert outcome["attempts"] == 1
+        assert len(child_processes("--quiet-stderr")) == 1
+
+
 async def test_a_server_killed_mid_call_is_retried(
     temporal_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
