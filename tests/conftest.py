@@ -27,6 +27,7 @@ from contracts.agent_result import AgentResult
 from contracts.policy import WorkerPolicy
 from runtime.workers import build_workers
 from tests.fake_openai import FakeOpenAIServer
+from tests.hang_guard import guard
 from tests.scripted_model import ScriptedChatModel
 from tools.catalog import REGISTRY
 
@@ -36,6 +37,12 @@ if TYPE_CHECKING:
 SECRET_API_KEY = "sk-test-SECRET-a1b2c3d4e5f6-never-in-history"
 FAKE_MODEL = "fake-model-1"
 BIN = Path(sys.prefix) / "bin"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every async test gets a (generous) deadline: see `tests/hang_guard.py`."""
+    for item in items:
+        guard(item)
 
 
 DEV_SERVER_ARGS = ["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="50ms"']
