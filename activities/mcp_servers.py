@@ -127,6 +127,17 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+def _fault_text(error: Exception) -> str:
+    """A transport fault in one line: for a line that is not JSON-RPC, what was wrong and the
+    start of the line."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        seen = str(first.get("input", ""))[:120]
+        return f"{first['msg']}: {seen!r}" if seen else str(first["msg"])
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {text[:200]}" if text else type(error).__name__
+
+
 class _Connection:
     """One connection to one server, owned by a task of its own."""
 
@@ -137,6 +148,8 @@ class _Connection:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stderr_ignored = False
+        self.fault: str | None = None
+        """The last thing the server sent that was not a valid message (non-JSON, say)."""
 
     async def alive(self) -> bool:
         """Whether the connection can be used. A stdio process whose stderr has closed has
@@ -181,6 +194,8 @@ class _Connection:
         else:
             text = f"MCP server {config.name!r} could not be reached at {config.url}: "
         text += reason
+        if self.fault:
+            text += f"; it sent something that is not a valid MCP message ({self.fault})"
         if self.stderr is not None:
             self.stderr.closed.wait(0.5)  # the last lines of a process that just exited
             if tail := self.stderr.last_lines():
@@ -224,7 +239,9 @@ class _Connection:
                 create_mcp_http_client(headers=dict(config.headers) or None)
             )
             transport = streamable_http_client(config.url, http_client=http)
-        client = Client(transport, cache=None, client_info=CLIENT_INFO)
+        client = Client(
+            transport, cache=None, client_info=CLIENT_INFO, message_handler=self._on_message
+        )
         try:
             await stack.enter_async_context(client)
         finally:
@@ -232,11 +249,28 @@ class _Connection:
                 self.stderr.close_writer()  # the child holds its own copy now
         return client
 
+    async def _on_message(self, message: Any) -> None:
+        """The SDK hands transport faults here (a line that is not JSON-RPC, ...)."""
+        if isinstance(message, Exception):
+            self.fault = _fault_text(message)
+            log.warning("MCP server %r sent something unreadable: %s", self.config.name, self.fault)
+
+    def faults(self) -> str:
+        """What went wrong on the wire, for an error message ('' if nothing)."""
+        text = ""
+        if self.fault:
+            text += f"; it sent something that is not a valid MCP message ({self.fault})"
+        if self.stderr is not None and (tail := self.stderr.last_lines(3)):
+            text += f"; its stderr ended with: {tail}"
+        return text
+
     async def close(self) -> None:
         self._stop.set()
         task = self._task
         if task is None or task.done():
             return
+        if self.client is None:  # still in the handshake, which does not watch `_stop`
+            task.cancel()  # (the SDK still stops the process: its shutdown is shielded)
         done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_SECONDS)
         if not done:
             log.warning("MCP server %r did not shut down in time: cancelling", self.config.name)
@@ -327,6 +361,7 @@ class McpServers:
                 self._drop(name, connection)
                 raise ServerTimeoutError(
                     f"MCP server {name!r} did not answer in time: {error.message}"
+                    + connection.faults()
                 ) from None
             if error.code == CONNECTION_CLOSED:
                 self._drop(name, connection)
@@ -336,6 +371,7 @@ class McpServers:
             self._drop(name, connection)
             raise ServerTimeoutError(
                 f"MCP server {name!r} did not answer in time: {_reason(error)}"
+                + connection.faults()
             ) from None
         except ValidationError as error:
             raise ToolCallError(
@@ -355,10 +391,8 @@ class McpServers:
             ) from None
 
     def _lost(self, name: str, connection: _Connection) -> str:
-        text = f"MCP server {name!r} ({connection.config.describe()}): the connection was lost"
-        if connection.stderr is not None and (tail := connection.stderr.last_lines(3)):
-            text += f"; its stderr ended with: {tail}"
-        return text
+        config = connection.config.describe()
+        return f"MCP server {name!r} ({config}): the connection was lost{connection.faults()}"
 
     async def list_tools(self, name: str, timeout: float | None = None) -> list[McpToolSpec]:
         """Every tool of the server (all pages of its listing)."""

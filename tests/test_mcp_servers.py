@@ -466,6 +466,24 @@ async def test_a_timed_out_server_is_started_again(
         await eventually(lambda: not running(pid) or None, timeout=10)
 
 
+async def test_a_program_that_does_not_speak_mcp_gets_a_clear_error(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A command that writes something other than JSON-RPC on stdout (here HTML) and never
+    answers the handshake: the listing fails, quoting what it sent."""
+    html = {"command": "sh", "args": ["-c", "echo '<html>not MCP</html>'; exec sleep 60"]}
+    async with mcp_worker(temporal_env, {"html": html}, tmp_path, connect_timeout=2) as h:
+        outcome = await h.run(MCP_LIST_TOOLS_ACTIVITY, {"servers": ["html"]})
+        error = outcome["error"]
+        assert error["type"] == MCP_SERVER_FAILED
+        assert "MCP server 'html' could not start (command: sh -c" in error["message"]
+        assert "no answer to the MCP handshake within 2s" in error["message"]
+        assert "it sent something that is not a valid MCP message" in error["message"]
+        assert "<html>not MCP</html>" in error["message"]
+    assert child_processes("not MCP") == {}
+    assert child_processes("sleep 60") == {}
+
+
 async def test_no_server_process_outlives_the_worker(
     temporal_env: WorkflowEnvironment, web: HttpMcpServer, tmp_path: Path
 ) -> None:
