@@ -9,6 +9,7 @@ the application's real worker (`started_workers` with `mcp=`), as the agent work
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -404,6 +405,23 @@ async def test_a_killed_server_is_started_again(
         (new_pid,) = child_processes("mcp_server_time")
         assert new_pid != pid
         assert not running(pid)
+
+
+async def test_concurrent_calls_share_one_process(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with mcp_worker(temporal_env, {"slow": SLOW}, tmp_path) as h:
+        outcomes = await asyncio.gather(
+            *(h.call("slow", "wait", {"seconds": 0.5 + i / 10}) for i in range(4))
+        )
+        assert [o["result"]["content"] for o in outcomes] == [
+            "waited 0.5s",
+            "waited 0.6s",
+            "waited 0.7s",
+            "waited 0.8s",
+        ]
+        assert all(o["attempts"] == 1 for o in outcomes)
+        assert len(child_processes(SCRIPT.name)) == 1
 
 
 async def test_a_server_that_closes_its_stderr_is_kept(
