@@ -89,6 +89,17 @@ class AgentSettings(BaseModel):
         description="delta: model activities carry only new messages (a worker-side cache "
         "holds the rest); full: every model activity carries the whole context (naive).",
     )
+    mode: Literal["react", "plan_and_execute"] = Field(
+        default="react",
+        description="react: the tool-calling loop; plan_and_execute: a planning call, each "
+        "step as a bounded loop (a child run), replanning when a step fails, a final synthesis.",
+    )
+    max_replans: int = Field(
+        default=2, ge=0, le=10, description="Plan revisions after failed steps or rejections."
+    )
+    plan_approval: bool = Field(
+        default=False, description="Wait for a person to approve (or edit) the plan first."
+    )
     agents: list[str] | None = Field(
         default=None,
         max_length=50,

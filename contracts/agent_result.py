@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from contracts.approvals import HumanDecision
+from contracts.plan import PlanState
 from contracts.usage import TokenUsage
 
 StopReason = Literal[
@@ -21,6 +22,7 @@ StopReason = Literal[
     "invalid_output",
     "length",
     "content_filter",
+    "plan_rejected",
 ]
 StepStatus = Literal["ok", "error", "rejected", "denied"]
 
@@ -62,7 +64,7 @@ class ModelCall(BaseModel):
     before it), how long, what it cost."""
 
     turn: int
-    purpose: Literal["turn", "final_answer", "summary"]
+    purpose: Literal["turn", "final_answer", "summary", "plan", "synthesis"]
     model: str
     failed_models: list[ModelFailure] = []
     usage: TokenUsage
@@ -82,6 +84,8 @@ class AgentResult(BaseModel):
     """With `output_schema` / `output_type`: the validated JSON value of the answer."""
     output_errors: list[str] = []
     """With stop reason `invalid_output`: why the last answer did not match the schema."""
+    plan: PlanState | None = None
+    """Plan-and-execute mode: the plan, every revision, and each step's outcome."""
     iterations: int
     steps: list[ToolStep]
     steps_omitted: int = 0

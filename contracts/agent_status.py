@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
 from contracts.messages import SteerMessage
+from contracts.plan import PlanState
 from contracts.usage import TokenUsage
 
 Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done", "cancelled"]
@@ -27,4 +28,6 @@ class AgentStatus(BaseModel):
     stop_reason: StopReason | None = None
     pending: list[PendingRequest] = []
     steering: list[SteerMessage] = []
+    plan: PlanState | None = None
+    """In plan-and-execute mode: the plan, each step's status, its revisions."""
     """Steering messages queued for the model's next call."""

@@ -18,7 +18,8 @@ DECISION_REFUSED = "DecisionRefused"
 ALL_PENDING = "*"
 """`call_id` meaning every pending approval (approve/reject) or the only open question (reply)."""
 
-WaitKind = Literal["approval", "question"]
+WaitKind = Literal["approval", "question", "plan"]
+"""`plan`: a plan waiting for approval (plan-and-execute); answered like an approval."""
 TimeoutAction = Literal["reject", "approve", "fail"]
 Decision = Literal["approve", "reject"]
 Outcome = Literal["approved", "edited", "rejected", "answered", "timed_out"]

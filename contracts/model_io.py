@@ -61,7 +61,7 @@ class ModelRequest(BaseModel):
     response_format: dict[str, Any] | None = None
     """The provider's structured-output request (`json_schema`), for native typed answers."""
     turn: int = 1
-    purpose: Literal["turn", "final_answer", "summary"] = "turn"
+    purpose: Literal["turn", "final_answer", "summary", "plan", "synthesis"] = "turn"
 
 
 class ModelReply(BaseModel):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from contracts.agent_result import ModelCall, ToolStep
 from contracts.messages import ChatMessage, SteerMessage
+from contracts.plan import PlanState
 from contracts.usage import TokenUsage
 
 
@@ -56,4 +57,6 @@ class Scratchpad(BaseModel):
     output_errors: list[str] = []
     """Why the last invalid typed answer was invalid."""
     steering: list[SteerMessage] = []
+    plan: PlanState | None = None
+    """Plan-and-execute mode: the plan as it stands."""
     """Steering messages received and not yet seen by the model (sent at its next call)."""

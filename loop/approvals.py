@@ -89,6 +89,12 @@ def open_request(
     )
 
 
+def answers(decision: WaitKind, request: WaitKind) -> bool:
+    """Whether a decision of this kind answers a request of that kind (a plan is approved or
+    rejected like a tool call)."""
+    return request == decision or (decision == "approval" and request == "plan")
+
+
 def select_targets(
     call_id: str, pending: Mapping[str, PendingRequest], kind: WaitKind
 ) -> list[PendingRequest]:
@@ -97,7 +103,7 @@ def select_targets(
     Raises `DecisionRefused` naming what is wrong: an unknown or already-decided id, a decision
     of the wrong kind (a reply to an approval, an approval of a question), or nothing pending.
     """
-    of_kind = [p for p in pending.values() if p.kind == kind]
+    of_kind = [p for p in pending.values() if answers(kind, p.kind)]
     noun = "question" if kind == "question" else "approval"
     if call_id == ALL_PENDING:
         if not of_kind:
@@ -112,7 +118,7 @@ def select_targets(
         raise DecisionRefused(
             f"no pending call {call_id!r} (unknown or already decided); pending: {open_ids}"
         )
-    if request.kind != kind:
+    if not answers(kind, request.kind):
         wanted = {"question": "a reply", "approval": "an approval"}
         raise DecisionRefused(
             f"call {call_id!r} is waiting for {wanted[request.kind]}, not for {wanted[kind]}"
@@ -154,7 +160,7 @@ def approved(
     edited = edited_args is not None and edited_args != request.args
     return HumanDecision(
         call_id=request.call_id,
-        kind="approval",
+        kind=request.kind,
         outcome="edited" if edited else "approved",
         by=by,
         at=now,
@@ -169,7 +175,7 @@ def rejected(
 ) -> HumanDecision:
     return HumanDecision(
         call_id=request.call_id,
-        kind="approval",
+        kind=request.kind,
         outcome="rejected",
         by=by,
         at=now,
@@ -192,7 +198,7 @@ def answered(request: PendingRequest, *, now: datetime, text: str, by: str | Non
 
 def timed_out(request: PendingRequest, *, now: datetime) -> HumanDecision:
     """Nobody decided in time: the request's `on_timeout` action, recorded as a timeout."""
-    runs = request.kind == "approval" and request.on_timeout == "approve"
+    runs = request.kind != "question" and request.on_timeout == "approve"
     return HumanDecision(
         call_id=request.call_id,
         kind=request.kind,
@@ -205,8 +211,9 @@ def timed_out(request: PendingRequest, *, now: datetime) -> HumanDecision:
 
 
 def should_run(decision: HumanDecision) -> bool:
-    """Whether the tool runs after this decision (approved, edited, or approved on timeout)."""
-    return decision.kind == "approval" and decision.executed_args is not None
+    """Whether the tool runs (or the plan is carried out) after this decision: approved,
+    edited, or approved on timeout."""
+    return decision.kind != "question" and decision.executed_args is not None
 
 
 def waited_seconds(request: PendingRequest) -> float:

@@ -119,6 +119,7 @@ def run_result(pad: Scratchpad, stop: Stop) -> AgentResult:
         stop_reason=stop.reason,
         output=stop.output,
         output_errors=pad.output_errors if stop.reason == "invalid_output" else [],
+        plan=pad.plan,
         iterations=pad.iteration,
         steps=compact_steps(pad.steps),
         steps_omitted=pad.steps_omitted,

@@ -13,6 +13,7 @@ from contracts.agent_status import AgentStatus, Phase
 from contracts.approvals import PendingRequest
 from contracts.scratchpad import Scratchpad
 from loop.markdown import code_span
+from loop.plan import checklist
 from loop.summaries import shorten, tool_call_summary
 
 RECENT_STEPS_IN_STATUS = 5
@@ -46,7 +47,12 @@ def run_status(
         stop_reason=stop_reason,
         pending=list(pending),
         steering=pad.steering,
+        plan=pad.plan,
     )
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def current_details(status: AgentStatus) -> str:
@@ -60,18 +66,25 @@ def current_details(status: AgentStatus) -> str:
         )
     if status.phase == "cancelled":
         return (
-            f"cancelled at turn {status.iteration} after {status.steps} tool calls · "
+            f"cancelled at turn {status.iteration} after {plural(status.steps, 'tool call')} · "
             f"{status.usage.total_tokens} tokens"
         )
     lines = [
-        f"turn {status.iteration}/{status.max_iterations}: {status.phase.replace('_', ' ')}"
-        f" · {status.usage.total_tokens} tokens · {status.steps} tool calls"
+        f"turn {status.iteration} of {status.max_iterations}: "
+        f"{status.phase.replace('_', ' ')} · {status.usage.total_tokens} tokens · "
+        f"{plural(status.steps, 'tool call')}"
     ]
+    if status.plan is not None:
+        lines.append(
+            "plan:\n\n" + "\n".join(f"- {line}" for line in checklist(status.plan).split("\n"))
+        )
     if status.steering:
         lines.append(f"{len(status.steering)} steering message(s) for the model's next call")
     for request in status.pending:
         if request.kind == "question":
-            what = f"an answer: {shorten(request.question or '', 200)}"
+            what = f"an answer: {code_span(shorten(request.question or '', 200))}"
+        elif request.kind == "plan":
+            what = "approval of the plan above"
         else:
             what = f"approval: {code_span(f'{request.tool} {tool_call_summary(request.args)}')}"
         lines.append(f"waiting for {what}\n\n{code_span(request.command)}")

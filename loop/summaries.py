@@ -56,7 +56,13 @@ def _longest_prefix(text: str, room: int, size: Callable[[str], int]) -> int:
 
 def model_call_summary(model: str | None, turn: int, purpose: str = "turn") -> str:
     """`gpt-4o · turn 3`, `gpt-4o · final answer`, `gpt-4o · context summary`."""
-    what = {"turn": f"turn {turn}", "final_answer": "final answer", "summary": "context summary"}
+    what = {
+        "turn": f"turn {turn}",
+        "final_answer": "final answer",
+        "summary": "context summary",
+        "plan": "planning",
+        "synthesis": "final answer from the plan's steps",
+    }
     return f"{model or 'default model'} · {what.get(purpose, purpose)}"
 
 

@@ -69,4 +69,4 @@ async def test_cancel_during_a_tool_call(scripted_agent: ScriptedHarness) -> Non
         EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED,
     ]
     details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert details == "cancelled at turn 2 after 1 tool calls · 30 tokens"
+    assert details == "cancelled at turn 2 after 1 tool call · 30 tokens"

@@ -14,12 +14,14 @@ from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest, WaitKind
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
+from contracts.plan import Plan
 from contracts.scratchpad import RepetitionState, Scratchpad
 from contracts.usage import TokenUsage
 from loop.context_plan import plan_context, summary_due, with_summary
 from loop.continuation import MAX_KEPT_STEPS
 from loop.markdown import code_span
 from loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE, read_reply
+from loop.plan import new_plan, with_status
 from loop.progress import (
     ModelAnswer,
     Round,
@@ -321,18 +323,21 @@ def test_details_put_commands_in_code_spans() -> None:
         phase="waiting_for_human", iteration=2, max_iterations=10, steps=1, pending=[pending()]
     )
     details = current_details(status)
-    assert details.startswith("turn 2/10: waiting for human · 0 tokens · 1 tool calls")
+    assert details.startswith("turn 2 of 10: waiting for human · 0 tokens · 1 tool call\n")
     assert 'waiting for approval: `write_file {"path": "a.txt"}`' in details
     assert f"\n\n`{pending().command}`" in details
 
 
 def test_details_of_a_question_and_of_the_end() -> None:
     question = AgentStatus(phase="waiting_for_human", pending=[pending("question")])
-    assert "waiting for an answer: Which file?" in current_details(question)
+    assert "waiting for an answer: `Which file?`" in current_details(question)
+    plan = new_plan(Plan.model_validate({"steps": [{"goal": "a"}, {"goal": "b"}]}))
+    planned = AgentStatus(phase="running_tools", plan=with_status(plan, 0, "done"))
+    assert "plan:\n\n- ✓ 1. a\n- · 2. b" in current_details(planned)
     done = AgentStatus(phase="done", stop_reason="completed", iteration=3, usage=usage(40))
     assert current_details(done) == "done (completed) after 3 turns · 40 tokens"
     cancelled = AgentStatus(phase="cancelled", iteration=2, steps=1, usage=usage(30))
-    assert current_details(cancelled) == "cancelled at turn 2 after 1 tool calls · 30 tokens"
+    assert current_details(cancelled) == "cancelled at turn 2 after 1 tool call · 30 tokens"
 
 
 @pytest.mark.parametrize(

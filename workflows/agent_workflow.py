@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
     from contracts.messages import ChatMessage, SteerMessage
     from contracts.model_io import ModelReply, ToolSchema
+    from contracts.plan import EditPlan
     from contracts.scratchpad import Scratchpad
     from loop import approvals
     from loop.context_plan import summary_due, with_summary
@@ -54,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         parse_text,
         render_output,
     )
+    from loop.plan import plan_args
     from loop.progress import (
         first_scratchpad,
         next_iteration,
@@ -71,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.delegation import ChildRequests, signal_parent
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
+    from workflows.plan_and_execute import PlanRunner
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
     from workflows.run_log import RunLog
     from workflows.run_tools import prepare_tools
@@ -163,6 +166,32 @@ class AgentWorkflow:
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
 
+    @workflow.update(name="edit_plan")
+    def edit_plan(self, raw: Any) -> HumanDecision:
+        """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
+        approval and approve it; refused (nothing enters history) if malformed or if no plan
+        waits."""
+        edit, request = self._plan_edit(raw)
+        return self._gate.decide(
+            DecideUpdate(
+                call_id=request.call_id,
+                decision="approve",
+                args=plan_args(edit),
+                by=edit.by,
+            )
+        )
+
+    @edit_plan.validator
+    def validate_edit_plan(self, raw: Any) -> None:
+        self._plan_edit(raw)
+
+    def _plan_edit(self, raw: Any) -> tuple[EditPlan, PendingRequest]:
+        edit = parse_or_refuse(EditPlan, raw, "edit_plan input", DECISION_REFUSED)
+        waiting = [p for p in self._gate.pending.values() if p.kind == "plan"]
+        if not waiting:
+            refuse("no plan is waiting for approval", DECISION_REFUSED)
+        return edit, waiting[0]
+
     @workflow.signal(name=CHILD_PENDING_SIGNAL)
     def child_pending(self, raw: Any) -> None:
         """From a sub-agent: its calls waiting for a person, shown and answered here."""
@@ -233,7 +262,10 @@ class AgentWorkflow:
         self._params = params
         self._pad = first_scratchpad(params)
         try:
-            result = await self._react(params)  # seam: a mode with a planning phase goes here
+            if params.mode == "plan_and_execute":
+                result = await self._plan_and_execute(params)
+            else:
+                result = await self._react(params)
         except workflow.ContinueAsNewError:
             raise
         except (Exception, asyncio.CancelledError) as error:
@@ -301,6 +333,30 @@ class AgentWorkflow:
                 stop = decide_stop(self._pad, limits, done.outcome)
             if stop is not None:
                 return await self._conclude(params, stop, model, schemas, output)
+
+    async def _plan_and_execute(self, params: AgentInput) -> AgentResult:
+        """Plan, (approve,) run each step as a child run, replan on failure, synthesise (see
+        `workflows.plan_and_execute`)."""
+        run_tools = await prepare_tools(params, None)
+        self._gate.add_schemas(run_tools.outside_schemas)
+        self._announce(params, run_tools.names)
+        model = ModelGateway(params, self._log)
+        runner = PlanRunner(
+            params, self, model, self._gate, self._log, run_tools.schemas, self._children.forget
+        )
+        return self._finish(await runner.run())
+
+    @property
+    def pad(self) -> Scratchpad:
+        """The run's state (for the plan runner)."""
+        return self._pad
+
+    @pad.setter
+    def pad(self, pad: Scratchpad) -> None:
+        self._pad = pad
+
+    def set_phase(self, phase: Phase) -> None:
+        self._set_phase(phase)
 
     async def _summarize_old_context(self, params: AgentInput, model: ModelGateway) -> None:
         """With `context_strategy: summarize`, fold the messages about to leave the context

@@ -172,10 +172,27 @@ class ModelGateway:
 
     async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:
         """Fold the messages about to leave the window into the running summary."""
+        return await self.once(pad, due.request, "summary")
+
+    async def once(
+        self,
+        pad: Scratchpad,
+        messages: list[ChatMessage],
+        purpose: Literal["summary", "plan", "synthesis"],
+        tools: list[ToolSchema] | None = None,
+    ) -> ModelAnswer:
+        """A model call outside the conversation (its own messages): a summary, a plan, the
+        final synthesis of a plan's steps."""
         request = ModelRequest(
-            model=self._params.model, messages=due.request, turn=pad.iteration, purpose="summary"
+            model=self._params.model,
+            messages=messages,
+            tools=tools or [],
+            turn=pad.iteration,
+            purpose=purpose,
         )
-        return answered(await self._call(request), pad.iteration)
+        answer = answered(await self._call(request), pad.iteration)
+        reply = normalize_reply(answer.reply, pad.iteration)
+        return ModelAnswer(reply, answer.call, answer.cost_usd)
 
     async def _call(self, request: ModelRequest) -> ModelAnswer | None:
         """Run the `call_model` activity with each model in turn until one answers; None when

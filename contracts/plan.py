@@ -1,0 +1,59 @@
+"""Plan-and-execute: the typed plan a planning call returns, how each step ended, and what a
+run in that mode reports."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PlanStepStatus = Literal["pending", "running", "done", "failed"]
+
+
+class PlanStep(BaseModel):
+    """One step of a plan: what it must achieve, and (optionally) the tools it expects."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    goal: str = Field(min_length=1, max_length=2_000, description="What this step achieves.")
+    tools: list[str] | None = Field(
+        default=None, description="Tools the step expects to use; unset: any of the run's."
+    )
+
+
+class Plan(BaseModel):
+    """Steps in order. Also the input of the `edit_plan` update (with an optional `by`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: list[PlanStep] = Field(min_length=1, max_length=20)
+
+
+class EditPlan(Plan):
+    """Update `edit_plan`: `{"steps": [{"goal": "..."}], "by"?: "..."}` replaces the plan
+    waiting for approval and approves it."""
+
+    by: str | None = None
+
+
+class StepOutcome(BaseModel):
+    """How one executed step ended: its run (a child workflow) and its result."""
+
+    index: int
+    goal: str
+    status: PlanStepStatus
+    answer: str = ""
+    workflow_id: str | None = None
+
+
+class PlanState(BaseModel):
+    """The plan as it stands: its steps with their status, and every revision so far."""
+
+    model_config = ConfigDict(frozen=True)
+
+    steps: list[PlanStep]
+    status: list[PlanStepStatus]
+    outcomes: list[StepOutcome] = []
+    revisions: list[Plan] = []
+    replans: int = 0
+    approved: bool = False
