@@ -7,6 +7,10 @@ the Web UI without any account:
 - a question about the time or date -> a `current_time` call, then "It is now ...";
 - "write <text> to <file>" -> a `write_file` call, which waits for a person's approval;
 - "ask me ..." -> an `ask_user` question, which waits for a person's reply;
+- "research ..." or "delegate ..." with the `researcher` agent offered -> a call of that agent
+  (a child run), then its report;
+- in plan-and-execute mode: "A, then B" -> a plan of those steps, each step's goal worked on as
+  a prompt ("add 8 to it" uses the previous step's number), and a synthesis of the results;
 - anything else -> a plain reply.
 
 The harder cases of the evaluation suite (`evals/seed_cases.yaml`, run by `agent eval`) have
@@ -66,7 +70,10 @@ class DemoChatModel:
         messages = request.messages
         last = messages[-1]
         prompt = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
-        move = scenario_move(prompt, messages, available)
+        prompt = step_goal(prompt) or prompt
+        move = composition_move(request, prompt, messages, available) or scenario_move(
+            prompt, messages, available
+        )
         if isinstance(move, ToolCall):
             return self._reply(messages, call=move)
         if isinstance(move, str):
@@ -337,3 +344,63 @@ def _write_where_the_reviewer_said(
     if path is None:
         return None
     return _call("write_file", path=path, content=str(_args(rejected).get("content", "")))
+
+
+# -- Plan-and-execute and delegation ---------------------------------------------------------------
+# So `make run` shows both without a key: a plan of the prompt's "then" parts, each step's goal
+# worked on as a prompt, a synthesis of the results; a research request handed to `researcher`.
+
+_STEP = re.compile(r"^Your step \(\d+ of \d+\): (?P<goal>.+)$", re.MULTILINE)
+_REQUEST = re.compile(r"^Request: (?P<request>.+)$", re.MULTILINE)
+_PARTS = re.compile(r"\s*(?:[,;]\s*)?(?:\band then\b|\bthen\b|;)\s*", re.IGNORECASE)
+_ON_IT = re.compile(
+    r"\b(?P<op>add|plus|subtract|minus|multiply|times|divide)\b\D*?(?P<n>\d+(?:\.\d+)?)",
+    re.IGNORECASE,
+)
+_OPERATORS = {"add": "+", "plus": "+", "subtract": "-", "minus": "-", "multiply": "*"}
+_DELEGATE = re.compile(r"\b(research|delegate)\b", re.IGNORECASE)
+
+
+def step_goal(prompt: str) -> str | None:
+    """A plan step's goal, when `prompt` is what a plan-and-execute step is told; a goal that
+    works on the previous result ("add 8 to it") becomes arithmetic on that result's number."""
+    match = _STEP.search(prompt)
+    if match is None:
+        return None
+    goal = match.group("goal").strip()
+    on_it = _ON_IT.search(goal)
+    numbers = _NUMBER.findall(prompt[: match.start()].split("Results of the earlier steps:")[-1])
+    if on_it and "it" in goal.lower().split() and numbers and not find_expression(goal):
+        operator = _OPERATORS.get(on_it.group("op").lower(), "*" if "tim" in goal else "/")
+        return f"What is {numbers[-1]} {operator} {on_it.group('n')}?"
+    return goal
+
+
+def plan_steps(request: str) -> list[str]:
+    """The steps of a request: its "then" parts ("17 * 25, then add 8 to it" -> two)."""
+    parts = [p.strip(" ,.") for p in _PARTS.split(request) if p.strip(" ,.")]
+    return parts or [request]
+
+
+def composition_move(
+    request: ModelRequest, prompt: str, messages: list[ChatMessage], available: set[str]
+) -> Move | None:
+    """The demo's move for planning, synthesis and delegation, or None."""
+    if request.purpose == "plan" and "submit_plan" in available:
+        found = _REQUEST.search(prompt)
+        steps = plan_steps(found.group("request") if found else prompt)
+        return ToolCall(
+            id="",
+            name="submit_plan",
+            arguments=json.dumps({"steps": [{"goal": step} for step in steps]}),
+        )
+    if request.purpose == "synthesis":
+        results = prompt.split("What the steps found:")[-1].split("Write the final answer")[0]
+        return "Here is what the plan's steps found:\n" + results.strip()
+    if (
+        "researcher" in available
+        and _DELEGATE.search(prompt)
+        and not any(m.role == "tool" for m in messages)
+    ):
+        return _call("researcher", task=prompt)
+    return None
