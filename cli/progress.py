@@ -36,6 +36,8 @@ from cli.outcome import RunOutcome, await_outcome
 from contracts.agent_result import ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
+from contracts.plan import PlanState
+from loop.plan import checklist
 
 POLL_SECONDS = 0.3
 DECIDE_TIMEOUT_SECONDS = 15.0
@@ -272,6 +274,7 @@ class ProgressView:
         self._shown: set[tuple[int, str]] = set()
         self._announced: set[str] = set()
         self._live = LiveText()
+        self._checklist: str | None = None
 
     def steps(self, steps: list[ToolStep]) -> None:
         for step in steps:
@@ -284,8 +287,23 @@ class ProgressView:
                 self.console.line(f"turn {step.iteration}")
             self.console.line(render.step_line(step))
 
+    def plan(self, plan: PlanState | None) -> None:
+        """Plan-and-execute: the checklist again whenever a step's status changes (a live
+        checklist: ✓ done, → running, ✗ failed, · pending)."""
+        if plan is None:
+            return
+        shown = checklist(plan)
+        if shown == self._checklist:
+            return
+        self._checklist = shown
+        revision = f" (revision {len(plan.revisions)})" if len(plan.revisions) > 1 else ""
+        self.console.line(f"plan{revision}:")
+        for line in shown.splitlines():
+            self.console.line(f"  {line}")
+
     def status(self, status: AgentStatus, *, with_commands: bool) -> list[PendingRequest]:
         """Show what is new in `status`; returns the pending requests not seen before."""
+        self.plan(status.plan)
         self.steps(status.recent_steps)
         if status.iteration > self.turn:
             self.turn = status.iteration
@@ -320,6 +338,7 @@ class ProgressView:
         if result is None:
             self.console.line(f"{outcome.ending} · {outcome.error_type}: {outcome.message}")
             return
+        self.plan(result.plan)
         self.steps(result.steps)
         self.console.line(f"done · {render.result_summary(result)}")
         if show_answer:

@@ -16,6 +16,7 @@ from contracts.agent_result import AgentResult
 from contracts.approvals import PendingRequest
 from tests.conftest import started_workers
 from tests.eventually import eventually
+from tests.test_cli_run import AgentCli
 
 
 def test_plan_steps_are_the_then_parts() -> None:
@@ -81,3 +82,29 @@ async def test_a_research_request_is_delegated(
     assert step.tool == "researcher" and step.child_workflow_id is not None
     assert step.observation == "The answer is 425."
     assert "425" in result.answer
+
+
+async def test_agent_run_shows_the_plan_as_a_live_checklist(
+    temporal_env: WorkflowEnvironment, demo_queue: str
+) -> None:
+    cli = AgentCli(temporal_env.client.service_client.config.target_host, demo_queue)
+    done = await cli(
+        "run",
+        "What is 17 * 25, then add 8 to it",
+        "--input-json",
+        '{"mode": "plan_and_execute", "plan_approval": true}',
+        "--by",
+        "alice",
+        stdin="y\n",
+        timeout=60,
+    )
+
+    assert done.code == 0, done
+    out = done.out
+    assert "plan:\n  · 1. What is 17 * 25\n  · 2. add 8 to it" in out
+    assert "→ approved plan-1 by alice" in out
+    # (the steps' running states are polled, so a fast demo step may pass between two polls)
+    assert "  ✓ 1. What is 17 * 25\n  ✓ 2. add 8 to it" in out
+    assert out.index("· 1. What is 17 * 25") < out.index("approved plan-1")
+    assert out.index("approved plan-1") < out.index("✓ 1. What is 17 * 25")
+    assert out.rstrip().endswith("2. add 8 to it (done): The answer is 433.")
