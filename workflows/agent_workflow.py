@@ -14,7 +14,7 @@ else is persisted: the history is the state store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -25,25 +25,12 @@ with workflow.unsafe.imports_passed_through():
 
     from contracts.agent_input import AgentInput
     from contracts.agent_result import AgentResult, StopReason
-    from contracts.agent_status import AgentStatus, Phase
-    from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
-    from contracts.approvals import (
-        ALL_PENDING,
-        DECISION_REFUSED,
-        ApproveSignal,
-        DecideUpdate,
-        HumanDecision,
-        PendingRequest,
-        RejectSignal,
-        ReplySignal,
-        WaitKind,
-    )
-    from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
-    from contracts.messages import ChatMessage, SteerMessage
+    from contracts.agent_status import Phase
+    from contracts.agents import ChildPending
+    from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED
+    from contracts.messages import ChatMessage
     from contracts.model_io import ModelReply, ToolSchema
-    from contracts.plan import EditPlan
     from contracts.scratchpad import Scratchpad
-    from loop import approvals
     from loop.context_plan import summary_due, with_summary
     from loop.continuation import compact_for_carry
     from loop.input_validation import InvalidAgentInput, validate_agent_input
@@ -55,17 +42,15 @@ with workflow.unsafe.imports_passed_through():
         parse_text,
         render_output,
     )
-    from loop.plan import plan_args
     from loop.progress import (
         first_scratchpad,
         next_iteration,
         run_result,
-        steered,
         with_model_call,
         with_round,
         with_steering,
     )
-    from loop.status import current_details, run_status, visible_phase
+    from loop.status import current_details, visible_phase
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
     from tools.agents import AGENT_PROFILES
@@ -74,7 +59,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
     from workflows.plan_and_execute import PlanRunner
-    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
+    from workflows.refusals import refuse
+    from workflows.run_controls import RunControls
     from workflows.run_log import RunLog
     from workflows.run_tools import prepare_tools
     from workflows.session_link import TurnCancelled, signal_session, turn_report
@@ -84,11 +70,11 @@ SignalT = TypeVar("SignalT", bound=BaseModel)
 
 
 @workflow.defn(name="AgentWorkflow")
-class AgentWorkflow:
+class AgentWorkflow(RunControls):
     """Runs one agent task to an answer. Input: `AgentInput` as JSON; result: `AgentResult`.
 
-    Signals `approve`, `reject`, `reply` and update `decide` answer calls that wait for a
-    person; queries `status` and `pending_approvals` show where the run is.
+    What people send and ask a running agent (approvals, questions, steering, plan edits, the
+    `status` and `pending_approvals` queries) is in `RunControls`; this class runs the loop.
     """
 
     def __init__(self) -> None:
@@ -102,150 +88,6 @@ class AgentWorkflow:
         self._log = RunLog(self._log_context)
         self._children = ChildRequests()
         self._background: set[asyncio.Task[None]] = set()
-
-    # -- queries -------------------------------------------------------------------------------
-
-    @workflow.query(name="status")
-    def status(self) -> AgentStatus:
-        """Where the run is: phase, iteration, usage, pending requests, recent steps."""
-        return run_status(
-            self._pad,
-            phase=self._phase,
-            max_iterations=self._params.max_iterations if self._params else 0,
-            stop_reason=self._stop_reason,
-            pending=self._pending(),
-        )
-
-    @workflow.query(name="pending_approvals")
-    def pending_approvals(self) -> list[PendingRequest]:
-        """Calls waiting for a person (this run's and its sub-agents'), each with the CLI command
-        that answers it."""
-        return self._pending()
-
-    def _pending(self) -> list[PendingRequest]:
-        return [*self._gate.pending.values(), *self._children.visible()]
-
-    # -- decisions from people -----------------------------------------------------------------
-
-    @workflow.signal(name="approve")
-    def approve(self, raw: Any) -> None:
-        """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
-        self._apply("approve", ApproveSignal, raw, self._gate.approve, "approval")
-
-    @workflow.signal(name="reject")
-    def reject(self, raw: Any) -> None:
-        """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
-        self._apply("reject", RejectSignal, raw, self._gate.reject, "approval")
-
-    @workflow.signal(name="reply")
-    def reply(self, raw: Any) -> None:
-        """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
-        self._apply("reply", ReplySignal, raw, self._gate.reply, "question")
-
-    @workflow.update(name="decide")
-    def decide(self, raw: Any) -> HumanDecision:
-        """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
-        returns the recorded decision."""
-        update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
-        try:
-            if self._children.route(update.call_id):
-                return self._children.forward_decide(update)
-            return self._gate.decide(update)
-        except approvals.DecisionRefused as error:
-            refuse(str(error), DECISION_REFUSED)
-
-    @decide.validator
-    def validate_decide(self, raw: Any) -> None:
-        """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
-        update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
-        try:
-            if self._children.route(update.call_id):
-                self._children.check_decide(update)
-            else:
-                self._gate.check(update)
-        except approvals.DecisionRefused as error:
-            refuse(str(error), DECISION_REFUSED)
-
-    @workflow.update(name="edit_plan")
-    def edit_plan(self, raw: Any) -> HumanDecision:
-        """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
-        approval and approve it; refused (nothing enters history) if malformed or if no plan
-        waits."""
-        edit, request = self._plan_edit(raw)
-        return self._gate.decide(
-            DecideUpdate(
-                call_id=request.call_id,
-                decision="approve",
-                args=plan_args(edit),
-                by=edit.by,
-            )
-        )
-
-    @edit_plan.validator
-    def validate_edit_plan(self, raw: Any) -> None:
-        self._plan_edit(raw)
-
-    def _plan_edit(self, raw: Any) -> tuple[EditPlan, PendingRequest]:
-        edit = parse_or_refuse(EditPlan, raw, "edit_plan input", DECISION_REFUSED)
-        waiting = [p for p in self._gate.pending.values() if p.kind == "plan"]
-        if not waiting:
-            refuse("no plan is waiting for approval", DECISION_REFUSED)
-        return edit, waiting[0]
-
-    @workflow.signal(name=CHILD_PENDING_SIGNAL)
-    def child_pending(self, raw: Any) -> None:
-        """From a sub-agent: its calls waiting for a person, shown and answered here."""
-        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
-        if report is not None:
-            self._children.update(report)
-            self._on_gate_change()
-
-    # -- steering ------------------------------------------------------------------------------
-
-    @workflow.signal(name="steer")
-    def steer_signal(self, raw: Any) -> None:
-        """`{"text": "...", "by"?: "..."}`: a message the model sees at its next call."""
-        steer = parse_or_ignore(SteerMessage, raw, "steer")
-        if steer is not None and self._phase not in ("done", "cancelled"):
-            self._pad = steered(self._pad, steer)
-            self._publish()
-
-    @workflow.update(name="steer")
-    def steer(self, raw: Any) -> list[SteerMessage]:
-        """Like the signal, but refused when it cannot apply; returns what is queued."""
-        self._pad = steered(
-            self._pad, parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
-        )
-        self._publish()
-        return self._pad.steering
-
-    @steer.validator
-    def validate_steer(self, raw: Any) -> None:
-        parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
-        if self._phase in ("done", "cancelled"):
-            refuse(f"the run has ended ({self._phase}); nothing can be steered", STEER_REFUSED)
-
-    def _apply(
-        self,
-        name: str,
-        model: type[SignalT],
-        raw: Any,
-        apply: Callable[[SignalT], object],
-        kind: WaitKind,
-    ) -> None:
-        """Apply a signal (forwarding it to the sub-agents whose calls it names); one that
-        cannot apply is logged and ignored, never failing the run."""
-        signal = parse_or_ignore(model, raw, name)
-        if signal is None:
-            return
-        call_id = getattr(signal, "call_id", "")
-        if self._children.forward(name, signal, call_id, kind):
-            return
-        try:
-            apply(signal)
-        except approvals.DecisionRefused as error:
-            if call_id != ALL_PENDING or not self._children.waiting_for(kind):
-                workflow.logger.warning("signal %s ignored: %s", name, error)
 
     # -- the run -------------------------------------------------------------------------------
 
