@@ -155,6 +155,7 @@ class AgentWorkflow(RunControls):
             run_tools.mcp_tools,
             run_tools.agents,
             self._children,
+            run_tools.unavailable,
         )
         limits = Limits.of(params)
         self._announce(params, run_tools.names)

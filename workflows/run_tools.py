@@ -63,6 +63,18 @@ class RunTools:
         ]
 
     @property
+    def unavailable(self) -> dict[str, str]:
+        """Why registered tools the run does not offer cannot be called (a clearer observation
+        than "unknown tool" when the model calls one anyway)."""
+        offered = {t.name for t in self.tools}
+        return {
+            t.name: f"Error: {t.name} is only available to runs with a memory_scope; this run "
+            "has none, so nothing can be remembered or recalled."
+            for t in REGISTRY.all()
+            if t.options.requires_scope and t.name not in offered
+        }
+
+    @property
     def outside_schemas(self) -> dict[str, ArgsSchema]:
         """Argument schemas of the tools the worker does not define (for edited approvals)."""
         return {s.qualified_name: s.input_schema for s in self.mcp_tools}
@@ -91,6 +103,13 @@ def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:
     that end it with free text are left out."""
     tools = REGISTRY.select(params.tools)
     if params.memory_scope is None:
+        asked = [t.name for t in tools if t.options.requires_scope and params.tools is not None]
+        if asked:
+            refuse(
+                f"invalid AgentWorkflow input: tools: {', '.join(asked)} keep data per user "
+                "and need memory_scope (whose memories to use)",
+                INVALID_INPUT,
+            )
         tools = [t for t in tools if not t.options.requires_scope]
     if output is not None:
         tools = [t for t in tools if t.name not in STOP_TOOLS_REPLACED_BY_OUTPUT]

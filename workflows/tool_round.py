@@ -128,8 +128,10 @@ class ToolRound:
         mcp_tools: Sequence[McpToolSpec] = (),
         agents: Sequence[AgentProfile] = (),
         children: ChildRequests | None = None,
+        unavailable: Mapping[str, str] | None = None,
     ):
         self._children = children or ChildRequests()
+        self._unavailable = dict(unavailable or {})
         self._params = params
         callees = [
             *(Callee.of_tool(t) for t in tools),
@@ -157,8 +159,14 @@ class ToolRound:
         given (an invalid typed answer's validation errors)."""
         max_repeats = self._params.max_repeated_calls
         self._pad, self._delegated = pad, {}
+        refusals = {**(refused or {})}
+        refusals.update(
+            (c.id, self._unavailable[c.name])
+            for c in reply.tool_calls
+            if c.name in self._unavailable
+        )
         planned = [
-            RefusedCall(p.call, refused[p.call.id]) if refused and p.call.id in refused else p
+            RefusedCall(p.call, refusals[p.call.id]) if p.call.id in refusals else p
             for p in plan_tool_calls(reply.tool_calls, self._arg_models)
         ]
         screened = screen_round(pad.repetition, planned, max_repeats)
