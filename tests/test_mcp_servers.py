@@ -35,6 +35,7 @@ from temporalio.worker import Worker
 from activities.mcp_config import McpConfigError, load_mcp_config, parse_mcp_config
 from activities.mcp_servers import McpServers
 from contracts.agent_result import AgentResult
+from contracts.approvals import PendingRequest
 from contracts.errors import TOOL_ERROR
 from contracts.mcp import (
     MCP_LIST_TOOLS_ACTIVITY,
@@ -623,3 +624,44 @@ async def _wait_for_attempt(handle: WorkflowHandle[Any, Any]) -> None:
         ) or None
 
     await eventually(started, timeout=20)
+
+
+async def test_a_policy_makes_an_mcp_call_wait_for_a_person(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """Approvals reach MCP tools through the run's policy; a deny rule keeps one from running."""
+    model = ScriptedChatModel()
+    model.enqueue(
+        tool_calls(
+            call("time__get_current_time", {"timezone": "UTC"}, id="ask"),
+            call("time__convert_time", {"source_timezone": "UTC", "time": "12:00",
+                                         "target_timezone": "Asia/Tokyo"}, id="deny"),
+        ),
+        text("done"),
+    )  # fmt: skip
+    policy = {
+        "rules": [
+            {"tools": "time__get_*", "action": "ask"},
+            {"tools": "time__*", "action": "deny"},
+        ]
+    }
+    async with mcp_worker(temporal_env, {"time": TIME}, tmp_path, model=model) as h:
+        handle = await h.client.start_workflow(
+            "AgentWorkflow",
+            {"prompt": "time?", "mcp_servers": ["*"], "approval_policy": policy},
+            id=f"agent-mcp-{uuid.uuid4()}",
+            task_queue=h.queue,
+            result_type=AgentResult,
+        )
+        [request] = await eventually(
+            lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),
+            what="the MCP call waiting for approval",
+        )
+        assert (request.call_id, request.tool) == ("ask", "time__get_current_time")
+        await handle.signal("approve", {"call_id": "ask", "by": "alice"})
+        result = await handle.result()
+    asked, denied = result.steps
+    assert (asked.status, asked.policy) == ("ok", "policy rule time__get_* → ask")
+    assert asked.human is not None and asked.human.by == "alice"
+    assert (denied.status, denied.policy) == ("denied", "policy rule time__* → deny")
+    assert "time__convert_time" not in await activity_types(handle)
