@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 from loop.markdown import code_span
-from loop.summaries import shorten, tool_call_summary
+from loop.summaries import plural, shorten, tool_call_summary
 
 MESSAGE_PREVIEW_CHARS = 120
 
@@ -55,7 +55,7 @@ def idle_details(
 ) -> str:
     """Between turns: the totals, why the last turn did not complete (if it did not), and how
     to send the next message."""
-    paragraphs = [f"{turns} turns · {usage.total_tokens} tokens · {queued} queued"]
+    paragraphs = [f"{plural(turns, 'turn')} · {usage.total_tokens} tokens · {queued} queued"]
     if last_incomplete is not None:
         paragraphs.append(f"the last turn did not complete: {shorten(last_incomplete, 300)}")
     paragraphs.append(f"send a message: {code_span(send_command(session_id))}")

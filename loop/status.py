@@ -14,7 +14,7 @@ from contracts.approvals import PendingRequest
 from contracts.scratchpad import Scratchpad
 from loop.markdown import code_span
 from loop.plan import checklist
-from loop.summaries import shorten, tool_call_summary
+from loop.summaries import plural, shorten, tool_call_summary
 
 RECENT_STEPS_IN_STATUS = 5
 
@@ -49,10 +49,6 @@ def run_status(
         steering=pad.steering,
         plan=pad.plan,
     )
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def current_details(status: AgentStatus) -> str:

@@ -69,3 +69,8 @@ def model_call_summary(model: str | None, turn: int, purpose: str = "turn") -> s
 def tool_call_summary(args: dict[str, Any]) -> str:
     """The call's arguments (the Web UI already shows the activity type, i.e. the tool name)."""
     return shorten(json.dumps(args, ensure_ascii=False, sort_keys=True))
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 tool call`, `2 tool calls`."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
