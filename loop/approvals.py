@@ -12,8 +12,11 @@ from typing import Any
 
 from contracts.approvals import (
     ALL_PENDING,
+    ApproveSignal,
+    DecideUpdate,
     HumanDecision,
     PendingRequest,
+    RejectSignal,
     TimeoutAction,
     WaitKind,
 )
@@ -253,3 +256,16 @@ def edited_note(decision: HumanDecision) -> str | None:
         f"{json.dumps(decision.executed_args, ensure_ascii=False, sort_keys=True)} instead of "
         f"{json.dumps(decision.model_args, ensure_ascii=False, sort_keys=True)}."
     )
+
+
+def as_signal(update: DecideUpdate) -> ApproveSignal | RejectSignal:
+    """The signal that makes the same decision as a `decide` update."""
+    if update.decision == "approve":
+        return ApproveSignal(
+            call_id=update.call_id,
+            args=update.args,
+            args_digest=update.args_digest,
+            by=update.by,
+            comment=update.comment,
+        )
+    return RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)

@@ -37,11 +37,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.approvals import (
         ALL_PENDING,
-        ApproveSignal,
         DecideUpdate,
         HumanDecision,
         PendingRequest,
-        RejectSignal,
         WaitKind,
     )
     from contracts.budgets import CostBudget
@@ -200,18 +198,7 @@ class ChildRequests:
         the decision as the child will record it (the child checks edited arguments again)."""
         request = self.check_decide(update)
         name = "approve" if update.decision == "approve" else "reject"
-        signal: BaseModel = (
-            ApproveSignal(
-                call_id=update.call_id,
-                args=update.args,
-                args_digest=update.args_digest,
-                by=update.by,
-                comment=update.comment,
-            )
-            if update.decision == "approve"
-            else RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)
-        )
-        self.forward(name, signal, update.call_id, "approval")
+        self.forward(name, approvals.as_signal(update), update.call_id, "approval")
         now = workflow.now()
         if update.decision == "approve":
             return approvals.approved(

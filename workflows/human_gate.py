@@ -119,20 +119,11 @@ class HumanGate:
 
     def decide(self, update: DecideUpdate) -> HumanDecision:
         self.check(update)
-        if update.decision == "approve":
-            [decision] = self.approve(
-                ApproveSignal(
-                    call_id=update.call_id,
-                    args=update.args,
-                    args_digest=update.args_digest,
-                    by=update.by,
-                    comment=update.comment,
-                )
-            )
-            return decision
-        [decision] = self.reject(
-            RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)
-        )
+        signal = approvals.as_signal(update)
+        if isinstance(signal, ApproveSignal):
+            [decision] = self.approve(signal)
+        else:
+            [decision] = self.reject(signal)
         return decision
 
     def _record(self, decision: HumanDecision) -> HumanDecision:

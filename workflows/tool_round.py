@@ -228,28 +228,14 @@ class ToolRound:
             )
 
         if isinstance(planned, RefusedCall):
-            self._log(
-                "tool call %s refused: %s",
-                call.id,
-                planned.observation,
-                tool=call.name,
-                call_id=call.id,
-                outcome="refused",
-            )
+            self._log_refusal(call, planned.observation, "refused")
             return step(planned.observation, "error", None), False
         callee = self._callees[call.name]
         args = planned.args
         human: HumanDecision | None = None
         policy = verdict(self._params.approval_policy, callee.local, call.name, args)
         if policy.action == "deny":
-            self._log(
-                "tool call %s denied: %s",
-                call.id,
-                policy.because,
-                tool=call.name,
-                call_id=call.id,
-                outcome="denied",
-            )
+            self._log_refusal(call, policy.because, "denied")
             return step(denied_observation(policy.because), "denied", args), False
         if callee.asks_user or policy.action == "ask":
             request, human = await self._wait_for_person(callee, call, args)
@@ -376,6 +362,12 @@ class ToolRound:
             return observation, "error", False
         self._log_tool(item, call, "ok", started, truncated=output.truncated)
         return output.content, "ok", output.stop_run
+
+    def _log_refusal(self, call: ToolCall, why: str, outcome: str) -> None:
+        self._log(
+            "tool call %s %s: %s", call.id, outcome, why, tool=call.name, call_id=call.id,
+            outcome=outcome,
+        )  # fmt: skip
 
     def _log_tool(
         self, item: Callee, call: ToolCall, outcome: str, started: datetime, **fields: Any
