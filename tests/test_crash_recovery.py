@@ -15,12 +15,9 @@ default 10 s before any worker may take it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.testing import WorkflowEnvironment
 
 from tests import fake_openai as fake
 from tests.conftest import activity_types
@@ -28,17 +25,6 @@ from tests.crash_tools import WorkerCluster, attempts_of, counts, recorded
 from tests.eventually import eventually
 from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
-
-
-@pytest.fixture
-async def cluster(
-    temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
-) -> AsyncIterator[WorkerCluster]:
-    cluster = WorkerCluster(temporal_env.client, fake_model.base_url, tmp_path)
-    try:
-        yield cluster
-    finally:
-        await cluster.close()
 
 
 async def test_kill_during_a_model_call(

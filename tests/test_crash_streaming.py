@@ -10,11 +10,8 @@ holds the first stream after a few chunks, so the worker is surely mid-stream wh
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -28,17 +25,6 @@ from tests.fake_openai import FakeOpenAIServer
 
 PARTIAL = "HALF-STREAMED draft that the killed worker was still receiving when it died"
 HELD_AFTER = 6  # the role chunk and 5 pieces of 4 characters
-
-
-@pytest.fixture
-async def cluster(
-    temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
-) -> AsyncIterator[WorkerCluster]:
-    cluster = WorkerCluster(temporal_env.client, fake_model.base_url, tmp_path)
-    try:
-        yield cluster
-    finally:
-        await cluster.close()
 
 
 async def model_results(client: Client, handle: WorkflowHandle[Any, Any]) -> list[ModelReply]:
