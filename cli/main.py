@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from cli import chat, commands, steering
+from cli import chat, commands, decisions, steering
 from cli.connection import Target, explain_rpc
 from cli.errors import CLI_ERROR, DETACHED, CliError
 from cli.evaluation import command as evaluation
@@ -149,14 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     pending = command("pending", commands.pending, "list the calls waiting for a person")
     pending.add_argument("workflow_id", metavar="ID")
 
-    approve = command("approve", commands.approve, "approve a pending call ('*': all of them)")
+    approve = command("approve", decisions.approve, "approve a pending call ('*': all of them)")
     approve.add_argument("workflow_id", metavar="ID")
     approve.add_argument("call", metavar="CALL", help="call id, or '*' for every pending approval")
     approve.add_argument("--args", metavar="JSON", help="run it with these arguments instead")
     approve.add_argument("--by", default=_user(), help="who approves (default: $USER)")
     approve.add_argument("--comment", help="a note kept with the decision")
 
-    reject = command("reject", commands.reject, "reject a pending call ('*': all of them)")
+    reject = command("reject", decisions.reject, "reject a pending call ('*': all of them)")
     reject.add_argument("workflow_id", metavar="ID")
     reject.add_argument("call", metavar="CALL", help="call id, or '*' for every pending approval")
     reject.add_argument("--reason", required=True, help="what the model is told")
@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     steer_cmd.add_argument("workflow_id", metavar="ID", help="a run, or a session")
     steer_cmd.add_argument("text", help="the message")
     steer_cmd.add_argument("--by", default=_user(), help="who sends it (default: $USER)")
-    reply = command("reply", commands.reply, "answer an ask_user question")
+    reply = command("reply", decisions.reply, "answer an ask_user question")
     reply.add_argument("workflow_id", metavar="ID")
     reply.add_argument("call", metavar="CALL", help="call id, or '*' for the only open question")
     reply.add_argument("text", help="the answer")

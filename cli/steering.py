@@ -10,8 +10,9 @@ from typing import Any
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from cli.commands import Context, open_run
+from cli.commands import Context
 from cli.connection import explain_rpc
+from cli.decisions import open_run
 from cli.errors import OK, CliError
 from cli.progress import DECIDE_TIMEOUT_SECONDS, user_reason
 

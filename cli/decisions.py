@@ -1,0 +1,149 @@
+"""`agent approve`, `agent reject`, `agent reply`: answer a run's calls that wait for a person
+from another shell (a run's, or a session's running turn's, or a sub-agent's through its
+parent). A single call goes through the `decide` update, so a refusal comes back as an error
+naming the call; `*` uses the signal of the same name."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Literal
+
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError
+
+from cli import render
+from cli.commands import Context, parse_json_object, pending_requests
+from cli.connection import RunHandle, connect, describe, explain_rpc, is_running, status_name
+from cli.errors import OK, CliError
+from cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
+
+# -- deciding ----------------------------------------------------------------------------------
+
+
+async def open_run(ctx: Context, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
+    """The handle of a run that is still going (and its task queue), or a clear error."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, workflow_id)
+    if not is_running(description):
+        raise CliError(
+            f"run {workflow_id!r} has already ended ({status_name(description).lower()}); "
+            f"there is nothing to {doing}"
+        )
+    return handle, description.task_queue
+
+
+async def decide(
+    args: argparse.Namespace, ctx: Context, decision: Literal["approve", "reject"]
+) -> int:
+    """Approve or reject one call with the `decide` update (a refusal comes back as an error
+    naming the call), or every pending approval (`*`) with the signal of the same name."""
+    edited = parse_json_object(args.args, "--args") if getattr(args, "args", None) else None
+    if edited is not None and args.call == "*":
+        raise CliError("--args edits one call: name its call id instead of '*'")
+    handle, task_queue = await open_run(ctx, args.workflow_id, decision)
+    extra: dict[str, Any] = {"by": args.by}
+    if decision == "approve":
+        extra["comment"] = args.comment
+    else:
+        extra["reason"] = args.reason
+    extra = {k: v for k, v in extra.items() if v is not None}
+    if args.call == "*":
+        return await _decide_all(handle, task_queue, ctx, decision, extra)
+    payload: dict[str, Any] = {"call_id": args.call, "decision": decision, **extra}
+    if edited is not None:
+        payload["args"] = edited
+    try:
+        recorded = await send_decision(handle, payload)
+    except WorkflowUpdateFailedError as error:
+        raise CliError(
+            f"cannot {decision} {args.call!r} in {args.workflow_id}: {user_reason(error)}"
+        ) from None
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        raise CliError(
+            f"no worker took the decision on {args.call!r} within {DECIDE_TIMEOUT_SECONDS:g} s "
+            f"(is a worker polling task queue {task_queue!r}?); it may still apply when one does"
+        ) from None
+    except RPCError as error:
+        raise explain_rpc(error, args.workflow_id, f"cannot {decision} {args.call!r}") from None
+    if ctx.json:
+        ctx.emit(recorded.model_dump(mode="json"))
+    else:
+        ctx.say(render.decision_line(recorded))
+    return OK
+
+
+async def _decide_all(
+    handle: RunHandle,
+    task_queue: str,
+    ctx: Context,
+    decision: Literal["approve", "reject"],
+    extra: dict[str, Any],
+) -> int:
+    """`CALL` = `*`: the signal takes every pending approval at once (the update takes one)."""
+    targets = [r for r in await pending_requests(handle, task_queue) if r.kind == "approval"]
+    if not targets:
+        raise CliError(f"no approval is pending in {handle.id}")
+    try:
+        await handle.signal(decision, {"call_id": "*", **extra})
+    except RPCError as error:
+        raise explain_rpc(error, handle.id, f"cannot {decision} '*'") from None
+    ids = [r.call_id for r in targets]
+    if ctx.json:
+        ctx.emit({"signal": decision, "call_ids": ids, **extra})
+    else:
+        done = "approved" if decision == "approve" else "rejected"
+        ctx.say(f"{done} {len(ids)} pending call{'s' if len(ids) != 1 else ''}: {', '.join(ids)}")
+    return OK
+
+
+async def approve(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent approve ID CALL`: let a call run, perhaps with edited `--args`."""
+    return await decide(args, ctx, "approve")
+
+
+async def reject(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent reject ID CALL --reason TEXT`: the call does not run; the model reads why."""
+    return await decide(args, ctx, "reject")
+
+
+async def reply(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent reply ID CALL TEXT`: answer an `ask_user` question (`*`: the only open one).
+
+    Replies have only a signal, which the workflow ignores when it cannot apply, so the
+    pending questions are checked first to give a clear error instead of silence."""
+    handle, task_queue = await open_run(ctx, args.workflow_id, "reply to")
+    requests = await pending_requests(handle, task_queue)
+    questions = [r for r in requests if r.kind == "question"]
+    if args.call == "*":
+        if not questions:
+            raise CliError(f"no question is pending in {args.workflow_id}")
+        if len(questions) > 1:
+            ids = ", ".join(q.call_id for q in questions)
+            raise CliError(f"{len(questions)} questions are open ({ids}): name one")
+        call_id = questions[0].call_id
+    else:
+        call_id = args.call
+        target = next((r for r in requests if r.call_id == call_id), None)
+        if target is None:
+            open_ids = ", ".join(r.call_id for r in requests) or "none"
+            raise CliError(
+                f"cannot reply to {call_id!r} in {args.workflow_id}: no pending question "
+                f"{call_id!r} (unknown or already answered); pending: {open_ids}"
+            )
+        if target.kind != "question":
+            raise CliError(
+                f"cannot reply to {call_id!r}: it waits for an approval; use "
+                f"`{ctx.prefix} approve` or `{ctx.prefix} reject`"
+            )
+    payload: dict[str, Any] = {"call_id": call_id, "text": args.text}
+    if args.by:
+        payload["by"] = args.by
+    try:
+        await handle.signal("reply", payload)
+    except RPCError as error:
+        raise explain_rpc(error, args.workflow_id, f"cannot reply to {call_id!r}") from None
+    if ctx.json:
+        ctx.emit({"signal": "reply", **payload})
+    else:
+        ctx.say(f"replied to {call_id}")
+    return OK
