@@ -185,7 +185,9 @@ async def test_a_run_without_memory_scope_is_not_offered_the_memory_tools(
     # A model that calls one anyway gets an observation; nothing is stored or run.
     h.model.enqueue(tool_calls(call("remember", {"text": "sneaky"})), text("ok"))
     result, handle = await h.run({"prompt": "hi"})
-    assert result.steps[0].observation.startswith("Error: unknown tool 'remember'")
+    assert result.steps[0].observation.startswith(
+        "Error: remember is only available to runs with a memory_scope"
+    )
     assert h.store.calls["remember"] == 0
     assert await attempts_of(handle, "remember") == []
 
