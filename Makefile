@@ -35,8 +35,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Two pytest workers (one per core), each with its own Temporal dev server; a file's tests stay
+# on one worker, so a module's fixtures are set up once.
 test: $(STAMP) compose-check lint typecheck
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all
