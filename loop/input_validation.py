@@ -111,3 +111,16 @@ def output_problem(
             f"the run ends through {FINAL_RESULT_TOOL}"
         )
     return None
+
+
+def outside_tools_problem(local: Iterable[str], outside: Iterable[str]) -> str | None:
+    """Why tools listed from outside servers cannot join the run (one would take the name of a
+    local tool or agent profile, so calls could not be told apart); or None."""
+    taken = set(local)
+    clashes = [name for name in outside if name in taken]
+    if not clashes:
+        return None
+    return (
+        f"mcp_servers: MCP tool(s) {', '.join(clashes)} would take the name of a local tool "
+        "or agent profile"
+    )

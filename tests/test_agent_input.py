@@ -97,3 +97,13 @@ async def test_invalid_input_from_the_temporal_cli(
     failure = json.dumps(outcome)
     assert "max_iterations: Input should be greater than or equal to 1" in failure
     assert INVALID_INPUT in failure
+
+
+def test_outside_tools_may_not_take_a_local_name() -> None:
+    from loop.input_validation import outside_tools_problem
+
+    assert outside_tools_problem(["calculator", "researcher"], ["time__now"]) is None
+    problem = outside_tools_problem(["calculator", "web__echo"], ["web__echo", "web__x"])
+    assert problem == (
+        "mcp_servers: MCP tool(s) web__echo would take the name of a local tool or agent profile"
+    )

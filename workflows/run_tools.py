@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.model_io import ToolSchema
     from contracts.policy import WORKER_POLICY_ACTIVITY, WorkerPolicy
+    from loop.input_validation import outside_tools_problem
     from loop.output import (
         STOP_TOOLS_REPLACED_BY_OUTPUT,
         OutputSpec,
@@ -145,14 +146,11 @@ async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
             type=kind or MCP_SERVER_FAILED,
             non_retryable=True,
         ) from error
-    local = set(REGISTRY.names())
-    clashes = [s.qualified_name for s in listing.tools if s.qualified_name in local]
-    if clashes:
-        refuse(
-            f"invalid AgentWorkflow input: mcp_servers: MCP tool(s) {', '.join(clashes)} "
-            "would take the name of a local tool",
-            INVALID_INPUT,
-        )
+    problem = outside_tools_problem(
+        [*REGISTRY.names(), *AGENT_PROFILES.names()], [s.qualified_name for s in listing.tools]
+    )
+    if problem:
+        refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
     return listing.tools
 
 
