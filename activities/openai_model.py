@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
@@ -216,7 +216,7 @@ class OpenAIChatModel:
         self, kwargs: dict[str, Any], model: str, prompt: Sequence[ChatMessage]
     ) -> ModelReply:
         try:
-            completion = await self._client.chat.completions.create(**kwargs)
+            completion = await self._post(kwargs)
         except (openai.OpenAIError, ValueError) as error:
             raise to_application_error(error, self._api_key) from None
         return self._read_completion(completion, model, prompt)
@@ -237,8 +237,8 @@ class OpenAIChatModel:
         """One streaming request, assembled. Raises `StreamingRefused` when a plain request
         should be tried instead, `ApplicationError` for every other failure."""
         try:
-            stream = await self._client.chat.completions.create(
-                **kwargs, stream=True, stream_options={"include_usage": True}
+            stream = await self._post(
+                {**kwargs, "stream": True, "stream_options": {"include_usage": True}}
             )
         except openai.APIStatusError as error:
             if refuses_streaming(error):
@@ -265,6 +265,25 @@ class OpenAIChatModel:
                 # A dropped connection, an error event or a malformed chunk mid-stream: the
                 # activity fails and Temporal retries the whole call (nothing partial is kept).
                 raise to_application_error(error, self._api_key) from None
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """`chat.completions.create(**body)` without the SDK's request transform.
+
+        `create` walks every message and tool through the SDK's TypedDict annotations before
+        sending them (`async_maybe_transform`), which renames nothing in a body made of plain
+        JSON like ours but cost 15 ms of CPU per call at 60 messages (most of a turn's worker
+        CPU; BENCHMARKS.md). `client.post` is the SDK's documented way to send a body as it is;
+        the response, the stream and the errors are the same objects `create` gives.
+        """
+        if body.get("stream"):
+            return await self._client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=ChatCompletion,
+                stream=True,
+                stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            )
+        return await self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
     async def _read_plain_body(
         self, response: Any, model: str, prompt: Sequence[ChatMessage]
