@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
@@ -31,6 +33,67 @@ if TYPE_CHECKING:
     from activities.mcp_servers import McpServers
 
 
+PROJECT_MODULES = ("contracts", "loop", "tools", "activities", "workflows", "runtime")
+"""This project's packages, for `WorkerTuning(sandbox="passthrough")`."""
+
+
+@dataclass(frozen=True)
+class WorkerTuning:
+    """How the workers use the machine (see BENCHMARKS.md for what each setting measured).
+
+    - `max_cached_workflows`: runs kept in the sticky cache (0: every workflow task replays
+      the run's whole history).
+    - `max_concurrent_workflow_tasks`, `max_concurrent_activities`: slots (None: SDK default).
+    - `workflow_task_pollers`, `activity_task_pollers`: long polls at once (None: SDK default).
+    - `sandbox`: `passthrough` (default: this project's packages are imported once and shared
+      by every run), `default` (the SDK's: each run re-imports the modules it was not told to
+      pass through) or `off` (no sandbox). The workflows already import everything they use
+      through `imports_passed_through`, so `default` only re-imports the two workflow modules
+      themselves for each run, which cost about 90 KB of memory per cached run and a fifth of
+      the throughput (BENCHMARKS.md, levers). In either mode the sandbox checks calls
+      (`datetime.now()`, I/O) only in modules it imports itself, so the replay tests, not the
+      sandbox, are what keeps the loop's code deterministic.
+    - `eager_activities`: ask the server to hand an activity scheduled by a workflow task
+      straight back to this worker (used only when the server allows it).
+    """
+
+    max_cached_workflows: int = 1000
+    max_concurrent_workflow_tasks: int | None = None
+    max_concurrent_activities: int | None = None
+    workflow_task_pollers: int | None = None
+    activity_task_pollers: int | None = None
+    sandbox: Literal["passthrough", "default", "off"] = "passthrough"
+    eager_activities: bool = True
+
+    def worker_options(self) -> dict[str, Any]:
+        """Keyword arguments of `Worker` for these settings."""
+        options: dict[str, Any] = {
+            "max_cached_workflows": self.max_cached_workflows,
+            "max_concurrent_workflow_tasks": self.max_concurrent_workflow_tasks,
+            "max_concurrent_activities": self.max_concurrent_activities,
+            "disable_eager_activity_execution": not self.eager_activities,
+        }
+        if self.workflow_task_pollers is not None:
+            options["workflow_task_poller_behavior"] = PollerBehaviorSimpleMaximum(
+                self.workflow_task_pollers
+            )
+        if self.activity_task_pollers is not None:
+            options["activity_task_poller_behavior"] = PollerBehaviorSimpleMaximum(
+                self.activity_task_pollers
+            )
+        if self.sandbox == "passthrough":
+            options["workflow_runner"] = SandboxedWorkflowRunner(
+                restrictions=SandboxRestrictions.default.with_passthrough_modules(*PROJECT_MODULES)
+            )
+        elif self.sandbox == "off":
+            from temporalio.worker import UnsandboxedWorkflowRunner
+
+            options["workflow_runner"] = UnsandboxedWorkflowRunner()
+        elif self.sandbox != "default":
+            raise ValueError(f"sandbox must be default, passthrough or off, got {self.sandbox!r}")
+        return options
+
+
 def build_workers(
     client: Client,
     *,
@@ -43,6 +106,7 @@ def build_workers(
     policy: WorkerPolicy | None = None,
     mcp: McpServers | None = None,
     memory: MemoryStore | None = None,
+    tuning: WorkerTuning | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
@@ -51,10 +115,12 @@ def build_workers(
     `list_mcp_tools` and every `<server>__<tool>` call.
     `memory` is the long-term memory store the memory tools use (opened and closed by the
     caller); without one they answer that memory is not set up.
+    `tuning`: cache, slots, pollers, sandbox (see `WorkerTuning`).
     """
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
     throttle = timedelta(seconds=1)
+    options = (tuning or WorkerTuning()).worker_options()
 
     def worker(
         queue: str, activities: Sequence[Callable[..., Any]], workflows: Sequence[type] = ()
@@ -70,6 +136,7 @@ def build_workers(
             # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its
             # runs move to another worker sooner.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+            **options,
         )
 
     mcp_calls: list[Callable[..., Any]] = []
