@@ -1,7 +1,7 @@
 """Each lever on its own, measured against the current defaults in the same run:
 
     python -m bench.levers [--repeats 5] [--only NAME,...] [--code NAME=DIR ...]
-                           [--throughput RUNS] [--server-arg ARG ...]
+                           [--throughput RUNS] [--server-arg ARG ...] [--server-defaults]
 
 For every lever, a worker with it and a baseline worker (ours, today's defaults) take turns at
 target 1's workload (a 20-turn run: 1 model call + 2 calculator calls a turn), A B A B after a
@@ -39,9 +39,8 @@ class Lever:
     env: dict[str, str] = field(default_factory=dict)
 
 
-PASSTHROUGH = {"sandbox": "passthrough"}
 LEVERS = [
-    Lever("sandbox passthrough", "project packages passed through", tuning=PASSTHROUGH),
+    Lever("SDK default sandbox", "re-import per run, as before", tuning={"sandbox": "default"}),
     Lever("no sandbox", "UnsandboxedWorkflowRunner", tuning={"sandbox": "off"}),
     Lever("plain requests", "no streaming (MODEL_STREAMING=false)", flags=("--no-streaming",)),
     Lever("SDK create()", "chat.completions.create, as before", flags=("--sdk-create",)),
@@ -103,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--code", action="append", default=[], help="NAME=DIR")
     parser.add_argument("--throughput", type=int, default=0, metavar="RUNS")
     parser.add_argument("--server-arg", action="append", default=[])
+    parser.add_argument(
+        "--server-defaults", action="store_true", help="keep the 20/s transfer-queue poll rate"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     args = parser.parse_args(argv)
     levers = [
@@ -115,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         levers = [lever for lever in levers if lever.name in names]
 
     async def go() -> list[Any]:
-        async with bench_stack([*FAST_TRANSFER_QUEUE, *args.server_arg]) as bench:
+        fast = [] if args.server_defaults else FAST_TRANSFER_QUEUE
+        async with bench_stack([*fast, *args.server_arg]) as bench:
             return await measure(bench, levers, args.repeats, args.throughput)
 
     results = asyncio.run(go())

@@ -70,7 +70,7 @@ def session_rows(result: dict[str, Any]) -> list[Row]:
     naive_late = (
         kib(naive["late_bytes_per_turn"])
         if naive["late_bytes_per_turn"]
-        else f"stopped at {naive['stopped'] or naive['turns_done']}"
+        else f"stopped at {naive['stopped']}"
     )
     return [
         Row(
@@ -186,7 +186,8 @@ def chart(session: dict[str, Any], path: Path) -> None:
         points = [(i + 1, v / KIB) for i, v in enumerate(values) if v is not None]
         if points:
             xs, ys = zip(*points, strict=True)
-            label = kind if kind == "ours" else f"naive ({session[kind]['stopped'] or 'completed'})"
+            stopped = session[kind]["stopped"]
+            label = f"{kind} ({stopped})" if stopped else kind
             ax.plot(xs, ys, style, label=label)
     limit = 4 * session["ours"]["new_text_chars"] / KIB
     ax.axhline(limit, color="grey", linestyle=":", label=f"target: 4x new text ({limit:.1f} KiB)")

@@ -94,7 +94,12 @@ def where_stored(turn: int, parts: Mapping[str, Sequence[HistoryEvent]]) -> dict
     }
 
 
-async def send_all(client: Client, kind: str, queue: str, turns: int) -> tuple[str, int, str]:
+OURS_SESSION: dict[str, Any] = {"agent": {"tools": ["fixed_output"]}}
+
+
+async def send_all(
+    client: Client, kind: str, queue: str, turns: int, session_input: dict[str, Any]
+) -> tuple[str, int, str]:
     """Send the messages one by one: (workflow id, turns answered, why it stopped early)."""
     session_id = f"bench-session-{kind}-{uuid.uuid4().hex[:8]}"
     done, stopped = 0, ""
@@ -107,7 +112,7 @@ async def send_all(client: Client, kind: str, queue: str, turns: int) -> tuple[s
             if kind == "ours" and turn == 1:
                 start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
                     "SessionWorkflow",
-                    {"agent": {"tools": ["fixed_output"]}},
+                    session_input,
                     id=session_id,
                     task_queue=queue,
                     id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -121,9 +126,7 @@ async def send_all(client: Client, kind: str, queue: str, turns: int) -> tuple[s
                     message = {"text": message}
                 await client.get_workflow_handle(session_id).execute_update("send", message)
         except Exception as error:  # the naive session is terminated at Temporal's 50 MB limit
-            description = await client.get_workflow_handle(session_id).describe()
-            stopped = f"turn {turn}: {description.status.name if description.status else ''}"
-            stopped += f" ({type(error).__name__})"
+            stopped = f"turn {turn}: {await why_closed(client, session_id, error)}"
             break
         done = turn
     handle = client.get_workflow_handle(session_id)
@@ -131,6 +134,18 @@ async def send_all(client: Client, kind: str, queue: str, turns: int) -> tuple[s
         await handle.signal("end", {"reason": "done"} if kind == "ours" else None)
         await handle.result()
     return session_id, done, stopped
+
+
+async def why_closed(client: Client, workflow_id: str, error: Exception) -> str:
+    """How the workflow ended, e.g. `terminated: Workflow history size exceeds limit.`"""
+    handle = client.get_workflow_handle(workflow_id)
+    last = None
+    async for event in handle.fetch_history_events():
+        last = event
+    if last is not None and last.HasField("workflow_execution_terminated_event_attributes"):
+        reason = last.workflow_execution_terminated_event_attributes.reason
+        return f"terminated: {reason}"
+    return f"{type(error).__name__}: {error}"[:200]
 
 
 def naive_turns(events: Sequence[HistoryEvent]) -> dict[int, list[HistoryEvent]]:
@@ -150,10 +165,19 @@ def naive_turns(events: Sequence[HistoryEvent]) -> dict[int, list[HistoryEvent]]
 
 
 async def measure(
-    client: Client, kind: str, queue: str, turns: int, samples: Sequence[int]
+    client: Client,
+    kind: str,
+    queue: str,
+    turns: int,
+    samples: Sequence[int],
+    session_input: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Run a session of `turns` turns and measure it (`session_input`: ours' SessionWorkflow
+    input, to try other settings)."""
     started = time.monotonic()
-    session_id, done, stopped = await send_all(client, kind, queue, turns)
+    session_id, done, stopped = await send_all(
+        client, kind, queue, turns, session_input or OURS_SESSION
+    )
     wall = time.monotonic() - started
     runs = await chain(client, session_id)
     per_turn: list[int | None] = [None] * turns
