@@ -40,7 +40,7 @@ typecheck: $(STAMP)
 test: $(STAMP) compose-check lint typecheck
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
-# Issue 14's targets, ours vs the naive loop (~10 min; `make bench BENCH_ARGS=--quick`: < 3 min).
+# Issue 14's targets, ours vs the naive loop (~6 min; `make bench BENCH_ARGS=--quick`: < 3 min).
 BENCH_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all $(BENCH_ARGS)

@@ -49,7 +49,7 @@ class WorkerTuning:
       by every run), `default` (the SDK's: each run re-imports the modules it was not told to
       pass through) or `off` (no sandbox). The workflows already import everything they use
       through `imports_passed_through`, so `default` only re-imports the two workflow modules
-      themselves for each run, which cost about 90 KB of memory per cached run and a fifth of
+      themselves for each run, which cost about 50 KB of memory per cached run and a sixth of
       the throughput (BENCHMARKS.md, levers). In either mode the sandbox checks calls
       (`datetime.now()`, I/O) only in modules it imports itself, so the replay tests, not the
       sandbox, are what keeps the loop's code deterministic.
