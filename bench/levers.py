@@ -51,6 +51,8 @@ LEVERS = [
     ),
     Lever("2 workflow pollers", "workflow_task_pollers=2 (default 5)",
           tuning={"workflow_task_pollers": 2}),
+    Lever("gc threshold 20000", "gc.freeze() and gen-0 threshold 20,000 (700)",
+          flags=("--gc-threshold", "20000")),
     Lever("sticky cache 0", "max_cached_workflows=0: replay per task",
           tuning={"max_cached_workflows": 0}),
     Lever("naive", "the naive loop itself", kind="naive"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -75,6 +76,9 @@ async def serve(args: argparse.Namespace) -> None:
             )
         for worker in workers:
             await stack.enter_async_context(worker)
+        if args.gc_threshold:  # a lever: fewer collections of the youngest generation
+            gc.freeze()
+            gc.set_threshold(args.gc_threshold, 20, 20)
         print("READY", flush=True)
         await stop.wait()
 
@@ -97,6 +101,7 @@ def main() -> None:
     parser.add_argument("--tuning", default="{}", help="WorkerTuning fields as JSON (ours)")
     parser.add_argument("--no-streaming", action="store_true", help="ours: plain requests")
     parser.add_argument("--profile", help="write a cProfile of the worker to this file")
+    parser.add_argument("--gc-threshold", type=int, default=0, help="gc generation 0 threshold")
     parser.add_argument(
         "--sdk-create",
         action="store_true",
