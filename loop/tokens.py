@@ -16,7 +16,9 @@ MESSAGE_OVERHEAD_TOKENS = 4
 
 def estimate_text_tokens(text: str) -> int:
     """About 4 ASCII characters per token, 1 token per other character (CJK, emoji, ...)."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    if text.isascii():
+        return (len(text) + 3) // 4
+    ascii_chars = len(text.encode("ascii", "ignore"))
     return (ascii_chars + 3) // 4 + (len(text) - ascii_chars)
 
 
