@@ -60,15 +60,20 @@ def steered(pad: Scratchpad, steer: SteerMessage) -> Scratchpad:
     return pad.model_copy(update={"steering": [*pad.steering, steer]})
 
 
+def with_spending(pad: Scratchpad, usage: TokenUsage, cost_usd: float | None) -> Scratchpad:
+    """Count tokens and money spent (a model call's, or a sub-agent's); the cost stays unknown
+    while nothing had a price."""
+    cost = pad.cost_usd if cost_usd is None else (pad.cost_usd or 0.0) + cost_usd
+    return pad.model_copy(update={"usage": pad.usage + usage, "cost_usd": cost})
+
+
 def with_model_call(pad: Scratchpad, answer: ModelAnswer) -> Scratchpad:
     """Count a model call's usage and cost; keep its record (the most recent ones)."""
-    cost = answer.cost_usd
+    pad = with_spending(pad, answer.reply.usage, answer.cost_usd)
     return pad.model_copy(
         update={
-            "usage": pad.usage + answer.reply.usage,
             "model": answer.reply.model,
             "model_calls": [*pad.model_calls, answer.call][-MAX_KEPT_STEPS:],
-            "cost_usd": pad.cost_usd if cost is None else (pad.cost_usd or 0.0) + cost,
         }
     )
 
@@ -98,15 +103,12 @@ def with_round(pad: Scratchpad, reply: ModelReply, round_: Round) -> Scratchpad:
     if not round_.steps:
         return pad
     observations = [(step.call_id, step.observation) for step in round_.steps]
-    cost = round_.spent_cost_usd
-    pad = pad.model_copy(
+    pad = with_spending(pad, round_.spent, round_.spent_cost_usd).model_copy(
         update={
             "messages": append_round(pad.messages, reply.as_message(), observations),
             "steps": [*pad.steps, *round_.steps],
             "repetition": round_.repetition or pad.repetition,
             "nudged_empty": False,
-            "usage": pad.usage + round_.spent,
-            "cost_usd": pad.cost_usd if cost is None else (pad.cost_usd or 0.0) + cost,
         }
     )
     return keep_recent_steps(pad)

@@ -48,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
         with_outcome,
         with_status,
     )
-    from loop.progress import next_iteration, with_model_call
+    from loop.progress import next_iteration, with_model_call, with_spending
     from loop.stop import Stop
     from tools.definition import ToolOptions
     from workflows.delegation import run_child
@@ -193,14 +193,7 @@ class PlanRunner:
         task = step_task(self._params.prompt, self._plan, index)
         done = await run_child(self._params, self._host.pad, profile, task, str(index + 1))
         self._on_child_done(f"step-{index + 1}")
-        pad = self._host.pad
-        cost = done.cost_usd
-        self._host.pad = pad.model_copy(
-            update={
-                "usage": pad.usage + done.usage,
-                "cost_usd": pad.cost_usd if cost is None else (pad.cost_usd or 0.0) + cost,
-            }
-        )
+        self._host.pad = with_spending(self._host.pad, done.usage, done.cost_usd)
         failed = done.failed or done.observation.startswith("[the step agent stopped early")
         return StepOutcome(
             index=index + 1,
