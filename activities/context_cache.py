@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 from contracts.messages import ChatMessage
 from contracts.model_io import ContextDelta
+from loop.context_reuse import apply_pieces, pieces_length
 from loop.context_window import ContextFit, context_messages
 
 
@@ -20,11 +21,15 @@ def _chars(messages: list[ChatMessage]) -> int:
 
 
 class ContextCache:
-    """Conversations by key (`workflow id/run id`), least recently used evicted first."""
+    """Conversations by key (`workflow id/run id`), least recently used evicted first.
+
+    Each entry also holds how many deltas built it (`ContextDelta.sequence`), when the workflow
+    counts them: a delta applies only to the entry it was computed against."""
 
     def __init__(self, max_conversations: int = 500, max_chars: int = 200_000_000) -> None:
         self._entries: OrderedDict[str, list[ChatMessage]] = OrderedDict()
         self._chars: dict[str, int] = {}
+        self._sequence: dict[str, int | None] = {}
         self._max_conversations = max_conversations
         self._max_chars = max_chars
         self.misses = 0
@@ -32,28 +37,48 @@ class ContextCache:
     def resolve(self, delta: ContextDelta) -> list[ChatMessage] | None:
         """The messages to send for `delta`, or None when this worker does not hold what the
         delta builds on (a miss)."""
-        cached = self._entries.get(delta.key)
-        new = delta.new_messages
-        if delta.base_length == 0:
-            full = list(new)
-        elif cached is not None and len(cached) == delta.base_length:
-            full = [*cached, *new]
-        elif (
-            cached is not None
-            and len(cached) == delta.base_length + len(new)
-            and cached[delta.base_length :] == new
-        ):
-            full = cached  # a retry of a call whose delta was already applied
-        else:
+        full = self._conversation(delta)
+        if full is None:
             self.misses += 1
             return None
-        self._store(delta.key, full)
+        self._store(delta.key, full, None if delta.sequence is None else delta.sequence + 1)
         fit = ContextFit(kept_from=delta.kept_from, estimated_tokens=0, dropped=delta.dropped)
         sent = context_messages(full, fit, delta.summary, prompt_index=delta.prompt_index)
         return [*sent, *delta.extra]
 
-    def _store(self, key: str, messages: list[ChatMessage]) -> None:
+    def _conversation(self, delta: ContextDelta) -> list[ChatMessage] | None:
+        """The whole conversation `delta` describes, if this worker holds what it builds on."""
+        cached = self._entries.get(delta.key)
+        new = delta.new_messages
+        if delta.base_length == 0 and delta.reuse is None:
+            return list(new)
+        if cached is None:
+            return None
+        held = self._sequence.get(delta.key)
+        if delta.sequence is not None and held == delta.sequence + 1:
+            # A retry of a call whose delta this worker applied already (the model failed, or
+            # the next model is tried): the entry is what the delta made.
+            return cached if self._made_by(cached, delta) else None
+        if held != delta.sequence:
+            return None
+        if len(cached) == delta.base_length:
+            if delta.reuse is None:
+                return [*cached, *new]
+            return apply_pieces(cached, delta.reuse, new)
+        if delta.sequence is None and self._made_by(cached, delta):
+            return cached  # a retry (a workflow that does not count its deltas)
+        return None
+
+    @staticmethod
+    def _made_by(cached: list[ChatMessage], delta: ContextDelta) -> bool:
+        new = delta.new_messages
+        if delta.reuse is not None:
+            return len(cached) == pieces_length(delta.reuse)
+        return len(cached) == delta.base_length + len(new) and cached[delta.base_length :] == new
+
+    def _store(self, key: str, messages: list[ChatMessage], sequence: int | None) -> None:
         self._entries[key] = messages
+        self._sequence[key] = sequence
         self._entries.move_to_end(key)
         self._chars[key] = _chars(messages)
         while len(self._entries) > self._max_conversations or (
@@ -61,6 +86,7 @@ class ContextCache:
         ):
             oldest, _ = self._entries.popitem(last=False)
             self._chars.pop(oldest, None)
+            self._sequence.pop(oldest, None)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -32,11 +32,21 @@ class ContextDelta(BaseModel):
     worker does not hold exactly `base_length` messages for `key` (it restarted, or another
     worker ran the previous call), the activity answers `context_cache_miss` and the workflow
     sends the whole list once (`base_length=0`).
+
+    A conversation that repeats another held under the same key in another order (a session's
+    next turn: the remembered turns, then the new message) names the cached messages it reuses
+    in `reuse` (see `loop.context_reuse`). `sequence` counts the deltas the workflow has had
+    applied under `key` before this one; the worker holds it with the messages, so a worker that
+    missed a later call (another worker answered it) is never taken to hold the current list.
     """
 
     key: str
     base_length: int
     new_messages: list[ChatMessage]
+    sequence: int | None = None
+    reuse: list[tuple[int, int]] | None = None
+    """The messages are these pieces: `(start, end)` of the `base_length` cached ones, `(-1, n)`
+    the next `n` of `new_messages`. Unset: the cached messages, then `new_messages`."""
     prompt_index: int = 1
     kept_from: int = 1
     dropped: int = 0

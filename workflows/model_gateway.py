@@ -15,6 +15,7 @@ would only hide it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -49,7 +50,8 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from loop.budgets import NoPrice, cost_of, price_for
     from loop.context_plan import SummaryDue, plan_context
-    from loop.context_window import context_messages
+    from loop.context_reuse import reuse_pieces
+    from loop.context_window import ContextFit, context_messages
     from loop.model_reply import normalize_reply
     from loop.output import OutputSpec, response_format
     from loop.progress import ModelAnswer
@@ -103,10 +105,40 @@ def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
     return answer
 
 
-class ModelGateway:
-    """Calls the model for one run (one instance per workflow run)."""
+@dataclass
+class CachedConversation:
+    """What the worker's context cache holds under `key`, as far as the workflow knows: the
+    conversation its last successful delta built, how many deltas built it, and which gateway
+    sent them. A run has one; a session shares one among its turns, so a turn's first call
+    names the remembered messages the cache holds instead of sending them again."""
 
-    def __init__(self, params: AgentInput, log: RunLog, output: OutputSpec | None = None):
+    key: str
+    messages: list[ChatMessage] = field(default_factory=list)
+    sequence: int = 0
+    holder: object | None = None
+
+    def forget(self) -> None:
+        """After a failed call the workflow cannot know what the worker holds: start over."""
+        self.messages = []
+        self.holder = None
+
+
+def run_conversation() -> CachedConversation:
+    """The cache entry of this workflow run (a continued run starts a new one)."""
+    info = workflow.info()
+    return CachedConversation(key=f"{info.workflow_id}/{info.run_id}")
+
+
+class ModelGateway:
+    """Calls the model for one run (one instance per workflow run, or per session turn)."""
+
+    def __init__(
+        self,
+        params: AgentInput,
+        log: RunLog,
+        output: OutputSpec | None = None,
+        conversation: CachedConversation | None = None,
+    ):
         self._params = params
         self._config = model_activity_config(params)
         self._models: list[str | None] = [params.model, *params.fallback_models]
@@ -115,9 +147,7 @@ class ModelGateway:
             response_format(output) if output is not None and output.mode == "native" else None
         )
         self._log = log
-        self._sent_messages = 0
-        """How many of the run's messages the worker's context cache holds (this run only: the
-        cache is keyed by run id, so a continued run starts from 0)."""
+        self._conversation = conversation or run_conversation()
 
     async def ask(
         self,
@@ -149,26 +179,53 @@ class ModelGateway:
                 request.model_copy(update={"messages": [*messages, *(extra or [])]})
             )
         else:
-            delta = ContextDelta(
-                key=f"{workflow.info().workflow_id}/{workflow.info().run_id}",
-                base_length=self._sent_messages,
-                new_messages=pad.messages[self._sent_messages :],
-                prompt_index=pad.prompt_index,
-                kept_from=fit.kept_from,
-                dropped=fit.dropped,
-                summary=pad.summary,
-                extra=extra or [],
-            )
-            answer = await self._call(request.model_copy(update={"context": delta}))
-            if answer is None:  # the worker does not hold this run's conversation: send it all
-                delta = delta.model_copy(update={"base_length": 0, "new_messages": pad.messages})
-                answer = await self._call(request.model_copy(update={"context": delta}))
-            self._sent_messages = len(pad.messages)
+            answer = await self._ask_with_delta(pad, request, extra or [], fit)
         answer = answered(answer, pad.iteration)
         reply = normalize_reply(answer.reply, pad.iteration)
         if purpose == "final_answer":
             reply = reply.model_copy(update={"tool_calls": []})
         return ModelAnswer(reply, answer.call, answer.cost_usd)
+
+    async def _ask_with_delta(
+        self,
+        pad: Scratchpad,
+        request: ModelRequest,
+        extra: list[ChatMessage],
+        fit: ContextFit,
+    ) -> ModelAnswer | None:
+        """Send what the worker's cache lacks: the messages added since this gateway's previous
+        call, or (a session turn's first call) pieces of the previous turn's conversation plus
+        the new messages; the whole conversation once if the cache misses."""
+        held = self._conversation
+        base = len(held.messages) if held.holder is self else 0
+        delta = ContextDelta(
+            key=held.key,
+            base_length=base,
+            new_messages=pad.messages[base:],
+            sequence=held.sequence,
+            prompt_index=pad.prompt_index,
+            kept_from=fit.kept_from,
+            dropped=fit.dropped,
+            summary=pad.summary,
+            extra=extra,
+        )
+        if held.holder is not self and held.messages:
+            pieces, new = reuse_pieces(held.messages, pad.messages)
+            delta = delta.model_copy(
+                update={"base_length": len(held.messages), "new_messages": new, "reuse": pieces}
+            )
+        try:
+            answer = await self._call(request.model_copy(update={"context": delta}))
+            if answer is None:  # the worker does not hold the conversation: send it all
+                delta = delta.model_copy(
+                    update={"base_length": 0, "new_messages": pad.messages, "reuse": None}
+                )
+                answer = await self._call(request.model_copy(update={"context": delta}))
+        except BaseException:
+            held.forget()
+            raise
+        held.messages, held.sequence, held.holder = pad.messages, held.sequence + 1, self
+        return answer
 
     async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:
         """Fold the messages about to leave the window into the running summary."""
