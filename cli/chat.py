@@ -1,9 +1,10 @@
 """`agent chat SESSION`: an interactive conversation with a `SessionWorkflow`.
 
 Each line typed is sent with update-with-start (the session starts on the first message if it
-does not exist); while the turn runs, its child run is followed with the same live view as
-`agent run`, so tool calls show up and approvals and questions are asked inline. `/end` ends
-the session; `/quit` (or end of input, or Ctrl-C) leaves it running for later.
+does not exist); while the turn runs, it is followed with the same live view as `agent run`
+(an inline turn through the session's `turn_status` query, a child turn as its own run), so
+tool calls show up and approvals and questions are asked inline. `/end` ends the session;
+`/quit` (or end of input, or Ctrl-C) leaves it running for later.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from temporalio.service import RPCError
 from cli.connection import RunHandle, connect, explain_rpc
 from cli.errors import OK, CliError
 from cli.lines import LineReader
+from cli.outcome import RunOutcome
 from cli.progress import Answerer, Console, ProgressView, Watcher, user_reason
 from contracts.agent_result import AgentResult
-from contracts.session import SessionStatus, TurnResult
+from contracts.session import RunningTurn, SessionStatus, TurnResult
 
 SESSION_TYPE = "SessionWorkflow"
 END_COMMANDS = ("/end",)
@@ -61,16 +63,36 @@ async def send(
 
 async def running_turn(
     client: Client, session_id: str, answered: asyncio.Future[TurnResult]
-) -> str | None:
-    """The workflow id of the turn that answers our message once it runs (None if the answer
-    came first)."""
+) -> RunningTurn | None:
+    """The turn that answers our message once it runs (None if the answer came first)."""
     session = client.get_workflow_handle(session_id)
     while not answered.done():
         status = await session.query("status", result_type=SessionStatus)
         if status.running is not None and status.queued == 0:
-            return status.running.workflow_id
+            return status.running
         await asyncio.wait({answered}, timeout=0.2)
     return None
+
+
+async def turn_outcome(session_id: str, answered: asyncio.Future[TurnResult]) -> RunOutcome:
+    """An inline turn has ended when its `send` update answers (the answer is printed then)."""
+    await asyncio.wait({answered})
+    return RunOutcome(session_id, "completed")
+
+
+def turn_watcher(
+    handle: RunHandle,
+    turn: RunningTurn,
+    answered: asyncio.Future[TurnResult],
+    view: ProgressView,
+    answerer: Answerer | None,
+) -> Watcher:
+    """Follow the turn: a child turn as a run of its own, an inline turn through its session
+    (`turn_status`) until the update answers. Approvals go to `workflow_id` either way."""
+    if not turn.inline:
+        return Watcher(handle, view, answerer)
+    ending = turn_outcome(turn.workflow_id, answered)
+    return Watcher(handle, view, answerer, status_query="turn_status", ending=ending)
 
 
 async def chat(args: argparse.Namespace, ctx: Any) -> int:
@@ -97,16 +119,18 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
             return OK
         update = await send(client, session_id, ctx.target.task_queue, text, args.by)
         answered = asyncio.ensure_future(update.result())
-        turn_id = await running_turn(client, session_id, answered)
-        if turn_id is not None:
-            handle: RunHandle = client.get_workflow_handle(turn_id, result_type=AgentResult)
-            view = ProgressView(console, turn_id, ctx.prefix)
+        turn = await running_turn(client, session_id, answered)
+        if turn is not None:
+            handle: RunHandle = client.get_workflow_handle(
+                turn.workflow_id, result_type=AgentResult
+            )
+            view = ProgressView(console, turn.workflow_id, ctx.prefix)
             answerer = (
                 None
                 if args.no_input
                 else Answerer(handle, console, reader, by=args.by, prefix=ctx.prefix)
             )
-            if await Watcher(handle, view, answerer).follow() is None:
+            if await turn_watcher(handle, turn, answered, view, answerer).follow() is None:
                 console.line(f"detached; the session goes on: {ctx.prefix} chat {session_id}")
                 return OK
         result = await answered

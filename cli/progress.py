@@ -365,7 +365,12 @@ class Watcher:
         *,
         poll_seconds: float = POLL_SECONDS,
         live_text: bool = True,
+        status_query: str = "status",
+        ending: Awaitable[RunOutcome] | None = None,
     ) -> None:
+        """`status_query` and `ending` follow something other than a run of its own: a
+        session's inline turn is followed by the session's `turn_status` query until the turn's
+        `send` update answers."""
         self.handle = handle
         self.view = view
         self.answerer = answerer
@@ -375,12 +380,14 @@ class Watcher:
         self._asked: set[str] = set()
         self._query_trouble = False
         self._detached = asyncio.Event()
-        self._ending: asyncio.Task[RunOutcome] | None = None
+        self._ending: asyncio.Future[RunOutcome] | None = None
+        self._status_query = status_query
+        self._end = ending
 
     async def follow(self) -> RunOutcome | None:
         """The run's outcome, or None when the user detached with Ctrl-C."""
         installed = _install_sigint(self._detached.set)
-        ending = asyncio.create_task(await_outcome(self.handle))
+        ending = asyncio.ensure_future(self._end or await_outcome(self.handle))
         self._ending = ending
         detach = asyncio.create_task(self._detached.wait())
         try:
@@ -430,7 +437,7 @@ class Watcher:
     async def _status(self) -> AgentStatus | None:
         try:
             status: AgentStatus = await self.handle.query(
-                "status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT
+                self._status_query, result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT
             )
         except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
             if not self._query_trouble:

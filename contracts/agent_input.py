@@ -199,11 +199,15 @@ MAX_HISTORY_CHARS = 1_000_000
 
 
 class SessionLink(BaseModel):
-    """The session a run is a turn of: the run signals `turn_finished` (and `turn_pending`
-    while it waits for a person) to that workflow id."""
+    """The session a run is a turn of. A turn that is its own child run signals
+    `turn_finished` (and `turn_pending` while it waits for a person) to that workflow id; a turn
+    that runs inside the session's history (`scope` set) reports by returning."""
 
     workflow_id: str
     turn_id: str
+    scope: str | None = None
+    """`<session>/turn-<n>` for a turn run inside the session: its child runs' ids and its
+    tools' idempotency keys start with it (not with the session's id, which every turn shares)."""
 
 
 class AgentInput(AgentSettings):

@@ -1,7 +1,8 @@
 """`SessionWorkflow`'s boundary: a long-lived conversation under a session id.
 
-Each turn runs as a child `AgentWorkflow` (its own run in the Web UI, its own history); the
-session remembers a window of earlier turns and passes it to the next turn as `history`.
+Each turn runs the agent loop inside the session's own history (`turns: inline`, the default),
+or as a child `AgentWorkflow` with a history and a Web UI page of its own (`turns: child`); the
+session remembers a window of earlier turns and gives it to the next turn as `history`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 
 MemoryMode = Literal["answers", "answers_and_tools"]
+TurnRuns = Literal["inline", "child"]
 
 
 class MemoryTurn(BaseModel):
@@ -92,9 +94,13 @@ class TurnResult(BaseModel):
 
 
 class RunningTurn(BaseModel):
+    """The turn being answered. `workflow_id` is where its events are: the session's own id
+    for a turn run inline (`inline`), else the turn's child run `<session>/turn-<n>`."""
+
     turn: int
     message: QueuedMessage
     workflow_id: str
+    inline: bool = False
 
 
 class SessionCarry(BaseModel):
@@ -121,6 +127,15 @@ class SessionInput(BaseModel):
     memory_max_turns: int = Field(default=20, ge=0, le=1000)
     memory_max_tokens: int | None = Field(default=None, ge=100, le=200_000)
     memory_mode: MemoryMode = "answers"
+    turns: TurnRuns = Field(
+        default="inline",
+        description=(
+            "inline: each turn's model and tool calls are activities in the session's own "
+            "history (each text recorded once or twice; the session continues-as-new between "
+            "turns). child: each turn is a child AgentWorkflow `<session>/turn-<n>` with its "
+            "own history and Web UI page (a very long turn may continue-as-new on its own)."
+        ),
+    )
     max_message_chars: int = Field(default=50_000, ge=1, le=200_000)
     continue_as_new_after_events: int = Field(default=2_000, ge=30, le=40_000)
     carry: SessionCarry | None = Field(

@@ -28,14 +28,16 @@ def send_command(session_id: str) -> str:
 
 
 def turn_details(
-    turn: int, message: str, workflow_id: str, pending: Sequence[PendingRequest] = ()
+    turn: int, message: str, workflow_id: str | None, pending: Sequence[PendingRequest] = ()
 ) -> str:
-    """A turn is running: what it answers, where it runs, and the command that answers each of
-    its pending requests (they name the turn's workflow id)."""
-    paragraphs = [
-        f"turn {turn}: {code_span(shorten(message, MESSAGE_PREVIEW_CHARS))}",
-        f"running as {code_span(workflow_id)}",
-    ]
+    """A turn is running: what it answers, where it runs (its child run's id; None: inside the
+    session's own history), and the command that answers each of its pending requests."""
+    where = (
+        f"running as {code_span(workflow_id)}"
+        if workflow_id is not None
+        else "running in this session's history (its model and tool calls are below)"
+    )
+    paragraphs = [f"turn {turn}: {code_span(shorten(message, MESSAGE_PREVIEW_CHARS))}", where]
     for request in pending:
         what = (
             f"an answer: {code_span(shorten(request.question or '', 200))}"

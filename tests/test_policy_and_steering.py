@@ -220,24 +220,31 @@ async def test_empty_steering_is_refused(scripted_agent: ScriptedHarness) -> Non
     await handle.result()
 
 
+@pytest.mark.parametrize("turns", ["inline", "child"])
 async def test_a_session_forwards_steering_to_its_running_turn(
-    scripted_agent: ScriptedHarness,
+    scripted_agent: ScriptedHarness, turns: str
 ) -> None:
     release = asyncio.Event()
     scripted_agent.model.enqueue(
         gate(release, tool_calls(call("calculator", {"expression": "1"}, id="c"))), text("ok")
     )
+    session_id = f"session-{uuid.uuid4()}"
     session = await scripted_agent.client.start_workflow(
-        "SessionWorkflow", {}, id=f"session-{uuid.uuid4()}", task_queue=scripted_agent.task_queue
+        "SessionWorkflow", {"turns": turns}, id=session_id, task_queue=scripted_agent.task_queue
     )
     with pytest.raises(WorkflowUpdateFailedError):  # no turn is running yet
         await session.execute_update("steer", {"text": "too early"})
     await session.signal("send", {"text": "go"})
     await eventually(lambda: scripted_agent.model.request_count == 1, what="the turn's call")
     turn = await session.execute_update("steer", {"text": "Use metric units."}, result_type=str)
-    assert turn.endswith("/turn-1")
-    turn_handle = scripted_agent.client.get_workflow_handle(turn)
-    await eventually(lambda: _steering_texts(turn_handle), what="the forwarded steering message")
+    if turns == "child":
+        assert turn == f"{session_id}/turn-1"
+        turn_handle = scripted_agent.client.get_workflow_handle(turn)
+        await eventually(lambda: _steering_texts(turn_handle), what="the forwarded message")
+    else:
+        assert turn == session_id
+        status = await session.query("turn_status", result_type=AgentStatus)
+        assert [s.text for s in status.steering] == ["Use metric units."]
     release.set()
     await eventually(lambda: scripted_agent.model.request_count == 2, what="the next call")
     last_user = [m for m in scripted_agent.model.requests[1].messages if m.role == "user"][-1]

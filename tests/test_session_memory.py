@@ -268,18 +268,27 @@ async def test_the_last_answer_of_a_session_is_never_a_stop_text(agent: AgentHar
     assert result.last_answer == "answer to: hello"
 
 
-async def test_a_cancelled_turn_is_reported_and_the_session_goes_on(agent: AgentHarness) -> None:
+@pytest.mark.parametrize(
+    ("turns", "how"), [("inline", "cancel_turn"), ("child", "cancel_turn"), ("child", "cancel")]
+)
+async def test_a_cancelled_turn_is_reported_and_the_session_goes_on(
+    agent: AgentHarness, turns: str, how: str
+) -> None:
+    """`cancel_turn` (or, for a child turn, cancelling its run) ends the turn, not the session."""
     agent.fake.enqueue(
         fake.tool_calls(fake.call("write_file", {"path": "a.txt", "content": "x"}, id="w"))
     )
     session = f"session-{uuid.uuid4()}"
     handle = await agent.client.start_workflow(
-        "SessionWorkflow", {}, id=session, task_queue=agent.task_queue
+        "SessionWorkflow", {"turns": turns}, id=session, task_queue=agent.task_queue
     )
     await handle.signal("send", {"text": "Write it"})
     waiting = await wait_status(handle, lambda s: bool(s.pending) and s.running is not None)
     assert waiting.running is not None
-    await agent.client.get_workflow_handle(waiting.running.workflow_id).cancel()
+    if how == "cancel":
+        await agent.client.get_workflow_handle(waiting.running.workflow_id).cancel()
+    else:
+        await handle.signal("cancel_turn")
 
     idle = await wait_status(handle, lambda s: s.running is None and s.turns == 1)
     assert idle.pending == []

@@ -3,6 +3,7 @@ memory, queued messages and a pending approval, ending, and refusals."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from contracts.session import MemoryTurn, SessionResult, TurnResult
+from contracts.session import MemoryTurn, SessionResult, SessionStatus, TurnResult
 from tests import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
@@ -25,7 +26,7 @@ async def test_turns_remember_earlier_turns(agent: AgentHarness) -> None:
     session = f"session-{uuid.uuid4()}"
     first, handle = await send_with_start(agent.client, session, agent.task_queue, "I am Ann.")
     assert (first.turn, first.answer) == (1, "answer to: I am Ann.")
-    assert first.workflow_id == f"{session}/turn-1"
+    assert first.workflow_id == session  # the turn ran inside the session's history
     second = await handle.execute_update("send", {"text": "Who am I?"}, result_type=TurnResult)
     assert second.turn == 2
     assert history_sent(agent.fake.last_request.body) == [
@@ -33,6 +34,19 @@ async def test_turns_remember_earlier_turns(agent: AgentHarness) -> None:
         ("assistant", "answer to: I am Ann."),
         ("user", "Who am I?"),
     ]
+    # The second turn's model call carried its new message only: the remembered turn was taken
+    # from the worker's context cache (the previous turn's messages, reused by position).
+    contexts = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
+        async for e in handle.fetch_history_events()
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
+    assert [len(c["new_messages"]) for c in contexts] == [2, 2]
+    assert [m["content"] for m in contexts[1]["new_messages"]] == [
+        "answer to: I am Ann.",  # the final answer ended the turn: the cache never saw it
+        "Who am I?",
+    ]
+    assert contexts[1]["reuse"] == [[0, 2], [-1, 2]]
     history = await handle.query("history", result_type=list[MemoryTurn])
     assert [(t.user, t.answer) for t in history] == [
         ("I am Ann.", "answer to: I am Ann."),
@@ -96,31 +110,46 @@ async def test_continue_as_new_keeps_memory_and_queued_messages(agent: AgentHarn
     assert users == [f"m{i}" for i in range(8)]  # the last turn saw all earlier turns
 
 
-async def test_approval_pending_across_continue_as_new(agent: AgentHarness) -> None:
-    def model(body: dict[str, Any]) -> Any:
-        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
-        if users[-1] == "save it" and body["messages"][-1]["role"] == "user":
-            return fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}))
-        return echo_model(body)
+def save_it_model(body: dict[str, Any]) -> Any:
+    users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    if users[-1] == "save it" and body["messages"][-1]["role"] == "user":
+        return fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}))
+    return echo_model(body)
 
-    agent.fake.set_handler(model)
+
+@pytest.mark.parametrize("turns", ["child", "inline"])
+async def test_approval_pending_across_continue_as_new(agent: AgentHarness, turns: str) -> None:
+    """A turn waits for approval while messages pile up. A child turn waits in its own run
+    while the session continues-as-new; an inline turn holds the session's run (whose history
+    grows by the queued signals only) and the session continues-as-new after it."""
+    agent.fake.set_handler(save_it_model)
     session = f"session-{uuid.uuid4()}"
     _, handle = await send_with_start(
-        agent.client, session, agent.task_queue, "hello", {"continue_as_new_after_events": 30}
+        agent.client,
+        session,
+        agent.task_queue,
+        "hello",
+        {"continue_as_new_after_events": 30, "turns": turns},
     )
     await handle.signal("send", {"text": "save it"})
     status = await wait_status(handle, lambda s: len(s.pending) == 1)
     runs_before = status.runs
-    for index in range(12):  # history grows while the turn waits: the session moves on
+    for index in range(12):  # history grows while the turn waits
         await handle.signal("send", {"text": f"later {index}"})
-    status = await wait_status(handle, lambda s: s.runs > runs_before and len(s.pending) == 1)
+    if turns == "child":  # the session moves on
+        status = await wait_status(handle, lambda s: s.runs > runs_before and len(s.pending) == 1)
+    else:
+        status = await wait_status(handle, lambda s: s.queued == 12 and len(s.pending) == 1)
+        assert status.runs == runs_before
     assert status.running is not None and status.running.message.text == "save it"
+    assert status.running.inline == (turns == "inline")
 
     await handle.signal("approve", {"call_id": "*", "by": "ops"})  # forwarded to the turn
     await wait_status(handle, lambda s: s.turns == 14 and s.state == "idle", 60)
     assert (agent.workspace / "s.txt").read_text() == "s"
     history = await handle.query("history", result_type=list[MemoryTurn])
     assert [t.user for t in history][1:3] == ["save it", "later 0"]
+    assert (await handle.query("status", result_type=SessionStatus)).runs > runs_before
 
 
 async def test_end_answers_what_is_queued_then_closes(agent: AgentHarness) -> None:
@@ -175,3 +204,46 @@ async def test_malformed_internal_signals_are_ignored(agent: AgentHarness) -> No
     await handle.signal("turn_pending", [{"call_id": 5}])
     second = await handle.execute_update("send", {"text": "two"}, result_type=TurnResult)
     assert second.answer == "answer to: two"  # the session kept working
+
+
+async def test_inline_turns_get_the_whole_conversation_after_a_cache_miss_or_a_failed_turn(
+    agent: AgentHarness,
+) -> None:
+    """The worker's context cache is an optimisation: a turn whose cache entry is gone, or that
+    follows a turn whose model call failed, sends the whole conversation, and the model sees
+    exactly the remembered turns either way."""
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "one")
+    agent.cache._entries.clear()  # a worker restart, or another worker
+    await handle.execute_update("send", {"text": "two"}, result_type=TurnResult)
+    assert history_sent(agent.fake.last_request.body) == [
+        ("user", "one"),
+        ("assistant", "answer to: one"),
+        ("user", "two"),
+    ]
+    assert agent.cache.misses == 1
+
+    agent.fake.set_handler(lambda body: fake.error(400, "rejected"))
+    failed = await handle.execute_update("send", {"text": "three"}, result_type=TurnResult)
+    assert failed.error is not None and "rejected" in failed.error
+    agent.fake.set_handler(echo_model)
+    await handle.execute_update("send", {"text": "four"}, result_type=TurnResult)
+    sent = history_sent(agent.fake.last_request.body)
+    note = sent.pop(5)
+    assert sent == [
+        ("user", "one"),
+        ("assistant", "answer to: one"),
+        ("user", "two"),
+        ("assistant", "answer to: two"),
+        ("user", "three"),
+        ("user", "four"),
+    ]
+    assert note[1].startswith("[note: the previous request did not complete: it failed")
+    contexts = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
+        async for e in handle.fetch_history_events()
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
+    assert [c["base_length"] for c in contexts[-1:]] == [0]  # after the failure: everything
+    assert agent.cache.misses == 1

@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.delegation import ChildRequests, signal_parent
     from workflows.human_gate import HumanGate
-    from workflows.model_gateway import ModelGateway
+    from workflows.model_gateway import CachedConversation, ModelGateway
     from workflows.plan_and_execute import PlanRunner
     from workflows.refusals import refuse
     from workflows.run_controls import RunControls
@@ -65,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_tools import prepare_tools
     from workflows.session_link import TurnCancelled, signal_session, turn_report
     from workflows.tool_round import ToolRound
+    from workflows.turn_host import TurnHost
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
@@ -88,6 +89,16 @@ class AgentWorkflow(RunControls):
         self._log = RunLog(self._log_context)
         self._children = ChildRequests()
         self._background: set[asyncio.Task[None]] = set()
+        self._host: TurnHost | None = None
+
+    @classmethod
+    def turn_in(cls, host: TurnHost) -> AgentWorkflow:
+        """The loop as a session's turn inside the session's own history (see `TurnHost`):
+        `await turn.run(input)` returns the result or raises as a run would; the session
+        forwards people's signals and updates to the object's handlers."""
+        turn = cls()
+        turn._host = host
+        return turn
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -134,8 +145,9 @@ class AgentWorkflow(RunControls):
         result: AgentResult | None = None,
         error: BaseException | None = None,
     ) -> None:
-        """A session's turn tells its session how it ended."""
-        if params.session is not None:
+        """A session's turn that is its own run tells its session how it ended (a turn inside
+        the session returns to it instead)."""
+        if params.session is not None and self._host is None:
             report = turn_report(params.session, result=result, error=error, usage=self._pad.usage)
             await signal_session(params.session, "turn_finished", report)
 
@@ -146,7 +158,7 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, output)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
-        model = ModelGateway(params, self._log, output)
+        model = ModelGateway(params, self._log, output, self._conversation())
         tool_round = ToolRound(
             params,
             run_tools.tools,
@@ -183,11 +195,15 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, None)
         self._gate.add_schemas(run_tools.outside_schemas)
         self._announce(params, run_tools.names)
-        model = ModelGateway(params, self._log)
+        model = ModelGateway(params, self._log, conversation=self._conversation())
         runner = PlanRunner(
             params, self, model, self._gate, self._log, run_tools.schemas, self._children.forget
         )
         return self._finish(await runner.run())
+
+    def _conversation(self) -> CachedConversation | None:
+        """A session's turns share one context-cache entry; a run has its own."""
+        return self._host.conversation if self._host is not None else None
 
     @property
     def pad(self) -> Scratchpad:
@@ -275,9 +291,10 @@ class AgentWorkflow(RunControls):
 
     async def _continue_as_new_if_due(self, params: AgentInput) -> None:
         """Between rounds: hand the run to a fresh execution once the history is large, carrying
-        the compacted scratchpad (messages still needed, steps, usage, guards' state)."""
+        the compacted scratchpad (messages still needed, steps, usage, guards' state). A turn
+        inside a session does not: the session continues-as-new between turns."""
         info = workflow.info()
-        if not should_continue_as_new(
+        if self._host is not None or not should_continue_as_new(
             events=info.get_current_history_length(),
             size_bytes=info.get_current_history_size(),
             suggested=info.is_continue_as_new_suggested(),
@@ -311,6 +328,8 @@ class AgentWorkflow(RunControls):
             params.max_iterations,
             outcome="continued" if continued else "started",
         )
+        if self._host is not None:
+            return  # the session's memo stays the session's
         workflow.upsert_memo(
             {
                 "prompt": shorten(params.prompt, 300),
@@ -327,13 +346,19 @@ class AgentWorkflow(RunControls):
         self._publish()
 
     def _publish(self) -> None:
-        """Show the run's state in the Web UI's current details."""
+        """Show the run's state in the Web UI's current details (a turn: its session's)."""
+        if self._host is not None:
+            self._host.details_changed()
+            return
         workflow.set_current_details(current_details(self.status()))
 
     def _on_gate_change(self) -> None:
         """Pending requests changed: show them, and tell the session or the parent run."""
         self._publish()
         params = self._params
+        if self._host is not None:
+            self._host.pending_changed(self._pending())
+            return
         if params is None:
             return
         if params.session is not None:

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
+    from workflows.session_link import run_scope
 
 KEY_SEPARATOR = "/"
 """Between a child's key and the child's own call id in the ids shown at the parent."""
@@ -115,7 +116,7 @@ async def run_child(
     observation, a failure an `Error: ...` one."""
     parent_id = workflow.info().workflow_id
     key = f"{profile.name}-{call_id}"
-    child_id = f"{parent_id}/{key}"
+    child_id = f"{run_scope(params)}/{key}"
     if params.depth + 1 > params.max_agent_depth:
         return Delegated(
             f"Error: agents may nest {params.max_agent_depth} deep and this call would be "

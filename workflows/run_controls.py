@@ -109,6 +109,10 @@ class RunControls:
     def decide(self, raw: Any) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
+        return self.take_decision(raw)
+
+    def take_decision(self, raw: Any) -> HumanDecision:
+        """`decide`'s work (also called by a session for its inline turn)."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
             if self._children.route(update.call_id):
@@ -134,6 +138,10 @@ class RunControls:
         """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
         approval and approve it; refused (nothing enters history) if malformed or if no plan
         waits."""
+        return self.take_plan_edit(raw)
+
+    def take_plan_edit(self, raw: Any) -> HumanDecision:
+        """`edit_plan`'s work (also called by a session for its inline turn)."""
         edit, request = self._plan_edit(raw)
         return self._gate.decide(
             DecideUpdate(
@@ -176,6 +184,10 @@ class RunControls:
     @workflow.update(name="steer")
     def steer(self, raw: Any) -> list[SteerMessage]:
         """Like the signal, but refused when it cannot apply; returns what is queued."""
+        return self.take_steer(raw)
+
+    def take_steer(self, raw: Any) -> list[SteerMessage]:
+        """`steer`'s work (also called by a session for its inline turn)."""
         self._pad = steered(
             self._pad, parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
         )

@@ -9,14 +9,16 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.agent_input import SessionLink
+    from contracts.agent_input import AgentInput, SessionLink
     from contracts.agent_result import AgentResult
     from contracts.session import TurnReport
     from contracts.usage import TokenUsage
     from loop.continuation import compact_steps
 
-REPORTED_STEP_CHARS = 4_000
-"""The turn's steps reach the session shortened to this many observation characters."""
+REPORTED_STEP_CHARS = 0
+"""A turn's steps reach its session (and the `send` update's result) with every observation
+over `SHORTENED_OBSERVATION_CHARS` shortened: the full text is in the tool's activity result,
+and a copy in each report would store a turn's tool output in full three more times."""
 
 
 class TurnCancelled(Exception):
@@ -41,6 +43,15 @@ def turn_report(
         error=None if error is None else str(error) or type(error).__name__,
         output=result.output if result else None,
     )
+
+
+def run_scope(params: AgentInput) -> str:
+    """What the ids of a run's child runs and its tools' idempotency keys start with: the
+    workflow id, or for a turn run inside its session, the turn's own scope."""
+    session = params.session
+    if session is not None and session.scope is not None:
+        return session.scope
+    return workflow.info().workflow_id
 
 
 async def signal_session(link: SessionLink | None, name: str, payload: Any) -> None:

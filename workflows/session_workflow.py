@@ -1,13 +1,20 @@
 """`SessionWorkflow`: a long-lived conversation under a session id (the workflow id).
 
 Messages arrive by update `send` (waits for and returns the turn's result) or signal `send`
-(fire and forget); they are answered one at a time, in order. Each turn runs as a child
-`AgentWorkflow` that gets the remembered earlier turns as `history`, so the session's own
-history grows by a few small events per turn. The session continues-as-new when its history
-gets long, carrying memory, queued messages and even a turn still running (the child reports
-its end by a signal to the session id, which reaches whichever run is current). Approvals and
-questions work as in a one-shot run; the session forwards `approve` / `reject` / `reply` / `steer`
-signals to the running turn and lists its pending requests.
+(fire and forget); they are answered one at a time, in order. Each turn runs the agent loop
+with the remembered earlier turns as `history`:
+
+- `turns: inline` (the default): inside the session's own history (`InlineTurn`). The turn's
+  model and tool activities are the session's; its first model call names the remembered
+  messages the worker's context cache holds instead of sending them again. The session
+  continues-as-new between turns.
+- `turns: child`: as a child `AgentWorkflow` `<session>/turn-<n>`, which reports its end by a
+  signal to the session id (reaching whichever run is current), so the session can
+  continue-as-new while a long turn runs.
+
+Approvals, questions, steering and plan edits work as in a one-shot run: the session hands
+`approve` / `reject` / `reply` / `steer` (and, for inline turns, `decide` / `edit_plan`) to the
+running turn and lists its pending requests; `cancel_turn` stops the running turn only.
 """
 
 from __future__ import annotations
@@ -20,8 +27,12 @@ from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
     from contracts.agent_input import AgentInput, SessionLink
-    from contracts.approvals import PendingRequest
+    from contracts.agent_status import AgentStatus
+    from contracts.agents import CHILD_PENDING_SIGNAL
+    from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
     from contracts.errors import INVALID_INPUT, STEER_REFUSED
     from contracts.messages import SteerMessage
     from contracts.session import (
@@ -50,9 +61,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from loop.session_details import idle_details, turn_details
     from tools.catalog import OUTPUT_TYPES, REGISTRY
+    from workflows.inline_turn import InlineTurn
+    from workflows.model_gateway import CachedConversation, run_conversation
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
+INLINE_TURNS_PATCH = "inline-session-turns"
+"""Sessions recorded before turns ran inline started a child run per turn; they replay so."""
 
 
 def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
@@ -63,11 +78,41 @@ def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
 class SessionWorkflow:
     """A conversation: update/signal `send`, signal `end`, queries `history` and `status`."""
 
-    def __init__(self) -> None:
-        self._params = SessionInput()
-        self._carry = SessionCarry()
+    @workflow.init
+    def __init__(self, raw_input: Any = None) -> None:
+        """The input is read here, before any handler runs: signals that arrive with a
+        continued run's start (an approval for the carried turn) must see what it carries. An
+        input that does not parse fails the run in `run`."""
+        try:
+            self._params = SessionInput.model_validate(raw_input or {})
+        except ValidationError:
+            self._params = SessionInput()
+        carried = self._params.carry
+        self._carry = (
+            SessionCarry()
+            if carried is None
+            else carried.model_copy(update={"runs": carried.runs + 1})
+        )
         self._reports: dict[str, TurnReport] = {}
         self._results: dict[str, TurnResult] = {}
+        self._turn: InlineTurn | None = None
+        self._conversation_entry: CachedConversation | None = None
+
+    # -- what an inline turn needs from its session (`TurnHost`) ---------------------------------
+
+    @property
+    def conversation(self) -> CachedConversation:
+        """One context-cache entry per session run, shared by its turns."""
+        if self._conversation_entry is None:
+            self._conversation_entry = run_conversation()
+        return self._conversation_entry
+
+    def pending_changed(self, pending: list[PendingRequest]) -> None:
+        self._carry.pending = pending
+        self._show_details()
+
+    def details_changed(self) -> None:
+        self._show_details()
 
     # -- messages in ---------------------------------------------------------------------------
 
@@ -156,6 +201,11 @@ class SessionWorkflow:
     async def reply(self, raw: Any) -> None:
         await self._forward("reply", raw)
 
+    @workflow.signal(name=CHILD_PENDING_SIGNAL)
+    async def child_pending(self, raw: Any) -> None:
+        """From a sub-agent of an inline turn: its calls waiting for a person."""
+        await self._forward(CHILD_PENDING_SIGNAL, raw)
+
     @workflow.signal(name="steer")
     async def steer_signal(self, raw: Any) -> None:
         """`{"text": "...", "by"?}`: steer the running turn (see `AgentWorkflow.steer`)."""
@@ -163,11 +213,14 @@ class SessionWorkflow:
 
     @workflow.update(name="steer")
     async def steer(self, raw: Any) -> str:
-        """Like the signal, but refused when no turn is running; returns the turn's id."""
+        """Like the signal, but refused when no turn is running; returns where the turn runs."""
         running = self._carry.running
         if running is None:  # the validator refused it already; kept for type narrowing
             refuse("no turn is running: send a message instead", STEER_REFUSED)
-        await workflow.get_external_workflow_handle(running.workflow_id).signal("steer", raw)
+        if self._turn is not None:
+            self._turn.agent.take_steer(raw)
+        else:
+            await workflow.get_external_workflow_handle(running.workflow_id).signal("steer", raw)
         return running.workflow_id
 
     @steer.validator
@@ -175,11 +228,64 @@ class SessionWorkflow:
         parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
         if self._carry.running is None:
             refuse("no turn is running: send a message instead", STEER_REFUSED)
+        if self._turn is not None:
+            self._turn.agent.validate_steer(raw)
+
+    @workflow.update(name="decide")
+    def decide(self, raw: Any) -> HumanDecision:
+        """An inline turn's `decide` (see `AgentWorkflow.decide`); a child turn takes it at its
+        own id, which its pending requests name."""
+        return self._inline_turn().agent.take_decision(raw)
+
+    @decide.validator
+    def validate_decide(self, raw: Any) -> None:
+        self._inline_turn().agent.validate_decide(raw)
+
+    @workflow.update(name="edit_plan")
+    def edit_plan(self, raw: Any) -> HumanDecision:
+        """An inline turn's `edit_plan` (see `AgentWorkflow.edit_plan`)."""
+        return self._inline_turn().agent.take_plan_edit(raw)
+
+    @edit_plan.validator
+    def validate_edit_plan(self, raw: Any) -> None:
+        self._inline_turn().agent.validate_edit_plan(raw)
+
+    @workflow.signal(name="cancel_turn")
+    async def cancel_turn(self, raw: Any = None) -> None:
+        """Cancel the running turn, not the session: it is remembered as not completed and the
+        next message is answered."""
+        running = self._carry.running
+        if running is None:
+            workflow.logger.warning("signal cancel_turn ignored: no turn is running")
+        elif self._turn is not None:
+            self._turn.cancel()
+        else:
+            await workflow.get_external_workflow_handle(running.workflow_id).cancel()
+
+    def _inline_turn(self) -> InlineTurn:
+        """The running inline turn, or a refusal that says where a child turn takes it."""
+        if self._turn is None:
+            running = self._carry.running
+            where = f": send it to {running.workflow_id}" if running is not None else ""
+            refuse(f"no turn is running inside the session{where}", DECISION_REFUSED)
+        return self._turn
 
     async def _forward(self, name: str, raw: Any) -> None:
+        """Hand a signal to the running turn: the inline turn's handler, or the child run."""
         running = self._carry.running
         if running is None:
             workflow.logger.warning("signal %s ignored: no turn is running", name)
+            return
+        if self._turn is not None:
+            agent = self._turn.agent
+            handlers: dict[str, Callable[[Any], None]] = {
+                "approve": agent.approve,
+                "reject": agent.reject,
+                "reply": agent.reply,
+                "steer": agent.steer_signal,
+                CHILD_PENDING_SIGNAL: agent.child_pending,
+            }
+            handlers[name](raw)
             return
         try:
             await workflow.get_external_workflow_handle(running.workflow_id).signal(name, raw)
@@ -216,27 +322,28 @@ class SessionWorkflow:
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[PendingRequest]:
-        """The running turn's pending requests; their commands name the turn's workflow id."""
+        """The running turn's pending requests; their commands name where the turn runs (the
+        session's own id for an inline turn)."""
         return list(self._carry.pending)
+
+    @workflow.query(name="turn_status")
+    def turn_status(self) -> AgentStatus:
+        """The running inline turn's `status` (what `AgentWorkflow.status` shows of a run)."""
+        return self._inline_turn().agent.status()
 
     # -- the conversation ----------------------------------------------------------------------
 
     @workflow.run
     async def run(self, raw_input: Any = None) -> SessionResult:
-        self._params = parse_or_refuse(
-            SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT
-        )
-        if self._params.carry is not None:
-            carried = self._params.carry
-            # The carried messages are older than any that reached this run already.
-            self._carry = carried.model_copy(
-                update={"queued": [*carried.queued, *self._carry.queued], "runs": carried.runs + 1}
-            )
+        parse_or_refuse(SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT)
         if self._carry.started_at is None:
             self._carry.started_at = workflow.now()
         self._show_details()
 
         while True:
+            if self._turn is not None:
+                await self._finish_inline_turn()
+                continue
             if self._carry.running is not None:
                 await self._wait_for(self._turn_done)
                 if self._turn_done():
@@ -270,21 +377,50 @@ class SessionWorkflow:
         running = self._carry.running
         return running is not None and running.message.id in self._reports
 
+    async def _finish_inline_turn(self) -> None:
+        """Wait for the inline turn (cancelling the session cancels it first), then take its
+        report as a child turn's `turn_finished` is taken."""
+        turn = self._turn
+        running = self._carry.running
+        assert turn is not None and running is not None
+        try:
+            await workflow.wait_condition(lambda: turn.done)
+        except BaseException:
+            turn.cancel()
+            await turn.wait()
+            raise
+        assert turn.report is not None
+        self._reports[running.message.id] = turn.report
+        self._turn = None
+        self._finish_turn()
+
     async def _start_turn(self, message: QueuedMessage) -> None:
         carry = self._carry
         carry.turns += 1
         session_id = workflow.info().workflow_id
         turn_id = message.id
-        workflow_id = f"{session_id}/turn-{carry.turns}"
+        turn_scope = f"{session_id}/turn-{carry.turns}"
+        inline = self._params.turns == "inline" and workflow.patched(INLINE_TURNS_PATCH)
         agent_input = AgentInput(
             **{**self._params.agent.model_dump(), **message.overrides()},
             prompt=message.text,
             history=memory_messages(carry.memory),
-            session=SessionLink(workflow_id=session_id, turn_id=turn_id),
+            session=SessionLink(
+                workflow_id=session_id, turn_id=turn_id, scope=turn_scope if inline else None
+            ),
         )
-        carry.running = RunningTurn(turn=carry.turns, message=message, workflow_id=workflow_id)
+        carry.running = RunningTurn(
+            turn=carry.turns,
+            message=message,
+            workflow_id=session_id if inline else turn_scope,
+            inline=inline,
+        )
         carry.pending = []
         self._show_details()
+        if inline:
+            self._turn = InlineTurn(self, agent_input)
+            return
+        workflow_id = turn_scope
         await workflow.start_child_workflow(
             "AgentWorkflow",
             agent_input,
@@ -339,7 +475,10 @@ class SessionWorkflow:
         running = carry.running
         if running is not None:
             details = turn_details(
-                running.turn, running.message.text, running.workflow_id, carry.pending
+                running.turn,
+                running.message.text,
+                None if running.inline else running.workflow_id,
+                carry.pending,
             )
         else:
             last = carry.memory[-1] if carry.memory else None

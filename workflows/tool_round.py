@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.delegation import ChildRequests, Delegated, run_child
     from workflows.human_gate import HumanGate
     from workflows.run_log import RunLog, ms_since
+    from workflows.session_link import run_scope
 
 
 MCP_TOOL_OPTIONS = ToolOptions(start_to_close_timeout=timedelta(seconds=60))
@@ -297,7 +298,7 @@ class ToolRound:
     ) -> tuple[ToolInvocation | McpCallRequest, str]:
         """The call's activity input and summary: a local tool's, or an MCP server's (whose
         summary names the server and the tool)."""
-        key = f"{workflow.info().workflow_id}/{iteration}/{call.id}"
+        key = f"{run_scope(self._params)}/{iteration}/{call.id}"
         limit = self._params.max_observation_chars
         if item.mcp is not None:
             spec = item.mcp
