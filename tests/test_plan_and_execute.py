@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -22,6 +22,7 @@ from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.model_io import ModelRequest
 from contracts.plan import Plan, PlanState
+from contracts.session import TurnResult
 from loop.plan import checklist, new_plan, read_plan, revised, with_status
 from tests.conftest import FAKE_MODEL, ScriptedHarness, activity_types, started_workers
 from tests.eventually import eventually
@@ -244,3 +245,37 @@ async def test_a_plan_nobody_approves_times_out_as_approvals_do(
     assert result.stop_reason == stop_reason
     if action == "reject":
         assert "timed out" in result.answer or "not approved" in result.answer
+
+
+async def test_a_session_turns_plan_is_edited_at_the_session(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """A planning turn inside its session: the plan waits at the session, `edit_plan` there
+    replaces it, each step runs as `<session>/turn-1/step-<n>`, and the turn answers."""
+    scripted_agent.model.set_handler(script())
+    session_id = f"session-{uuid.uuid4()}"
+    session = await scripted_agent.client.start_workflow(
+        "SessionWorkflow",
+        {"agent": {"mode": "plan_and_execute", "plan_approval": True}},
+        id=session_id,
+        task_queue=scripted_agent.task_queue,
+    )
+    update = await session.start_update(
+        "send",
+        {"text": "6*7 then +8"},
+        wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+        result_type=TurnResult,
+    )
+    [request] = await eventually(
+        lambda: session.query("pending_approvals", result_type=list[PendingRequest]),
+        what="the plan waiting at the session",
+    )
+    assert request.kind == "plan" and f"--workflow-id {session_id} " in request.command
+    decision = await session.execute_update(
+        "edit_plan", {"steps": [{"goal": "Compute 6*7"}], "by": "carol"}, result_type=HumanDecision
+    )
+    assert decision.outcome == "edited"
+    result = await update.result()
+    assert result.stop_reason == "completed" and result.answer
+    step = scripted_agent.client.get_workflow_handle(f"{session_id}/turn-1/step-1")
+    assert (await step.describe()).parent_id == session_id

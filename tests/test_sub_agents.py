@@ -10,7 +10,11 @@ import uuid
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
 
 from contracts.agent_result import AgentResult
@@ -258,3 +262,58 @@ async def test_unknown_profiles_are_refused_at_start(
     cause = failure.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == INVALID_INPUT
     assert named in cause.message
+
+
+async def test_a_session_turns_sub_agent_is_answered_at_the_session(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """A turn that runs inside its session delegates like a run: the child's id starts with the
+    turn's scope, its pending write shows at the session and the session's `decide` answers it."""
+
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(call("write_file", {"path": "s.txt", "content": "hi"}, id="w1"))
+            return f"writer: {last_tool_result(request)}"
+        if turns(request) == 0:
+            return tool_calls(call("writer", {"task": "write hi to s.txt"}, id="d1"))
+        return "done"
+
+    scripted_agent.model.set_handler(script)
+    session_id = f"session-{uuid.uuid4()}"
+    session = await scripted_agent.client.start_workflow(
+        "SessionWorkflow",
+        {"agent": {"agents": ["writer"]}},
+        id=session_id,
+        task_queue=scripted_agent.task_queue,
+    )
+    await session.signal("send", {"text": "write"})
+    pending = await eventually(
+        lambda: session.query("pending_approvals", result_type=list[PendingRequest]),
+        what="the child's write waiting at the session",
+    )
+    [request] = pending
+    assert (request.call_id, request.tool) == ("writer-d1/w1", "write_file")
+    assert f"--workflow-id {session_id} " in request.command
+    with pytest.raises(WorkflowUpdateFailedError) as refused:  # the turn's validator
+        await session.execute_update("decide", {"call_id": "nope", "decision": "approve"})
+    assert isinstance(refused.value.cause, ApplicationError)
+    assert "nope" in refused.value.cause.message
+    decision = await session.execute_update(
+        "decide",
+        {"call_id": "writer-d1/w1", "decision": "approve", "by": "alice"},
+        result_type=HumanDecision,
+    )
+    assert decision.outcome == "approved"
+    child = scripted_agent.client.get_workflow_handle(
+        f"{session_id}/turn-1/writer-d1", result_type=AgentResult
+    )
+    assert (await child.result()).answer == "writer: wrote 2 bytes to s.txt"
+    assert (await child.describe()).parent_id == session_id
+    await eventually(lambda: _idle(session), what="the turn's end")
+    assert (scripted_agent.workspace / "s.txt").read_text() == "hi"
+
+
+async def _idle(session: Any) -> bool:
+    status = await session.query("status")
+    return bool(status["state"] == "idle" and status["turns"] == 1)
