@@ -120,6 +120,7 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
         update = await send(client, session_id, ctx.target.task_queue, text, args.by)
         answered = asyncio.ensure_future(update.result())
         turn = await running_turn(client, session_id, answered)
+        view = None
         if turn is not None:
             handle: RunHandle = client.get_workflow_handle(
                 turn.workflow_id, result_type=AgentResult
@@ -134,6 +135,8 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
                 console.line(f"detached; the session goes on: {ctx.prefix} chat {session_id}")
                 return OK
         result = await answered
+        if view is not None:
+            view.steps(result.steps)  # those the turn took between two looks
         if result.error:
             console.line(f"agent> (the turn failed: {result.error})")
         else:
