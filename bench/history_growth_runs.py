@@ -54,8 +54,10 @@ AGENT_CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 SESSION_CONFIGS: dict[str, dict[str, Any]] = {
-    "ours": {"agent": {"tools": BENCH_TOOLS}},
+    # Workload B reads each turn's own child run (`make bench`'s target 3 measures inline turns).
+    "ours": {"agent": {"tools": BENCH_TOOLS}, "turns": "child"},
     "naive": {
+        "turns": "child",
         "agent": {"tools": BENCH_TOOLS, **AGENT_CONFIGS["naive"]},
         "memory_max_turns": 1000,
         "continue_as_new_after_events": 40_000,

@@ -179,17 +179,26 @@ def session_turn_bytes(
     into: dict[int, Parts],
     turn_of_text: Callable[[str], int | None],
     events_into: dict[int, list[HistoryEvent]] | None = None,
+    *,
+    carried: bool = False,
 ) -> None:
     """Attribute a session segment's events to the turns that added them: the `send` update
-    (accepted, completed), the child's start (its input: the remembered turns) and its events
-    (result), the `turn_finished` signal; anything else goes to the turn in progress. With
+    (accepted, completed), a child turn's start (its input: the remembered turns) and its
+    events (result), the `turn_finished` signal; anything else (an inline turn's activities)
+    goes to the turn in progress. A segment that continued another (`carried`) starts with the
+    carried memory and queue: its start (and its events before the next message) count for
+    the turn that was last in progress. With
     `events_into`, the events themselves are collected per turn too."""
     update_turn: dict[int, int] = {}
-    current = 0
+    current = max(into, default=0) if carried else 0
+    starting: HistoryEvent | None = None
     for event in events:
         size = event.ByteSize()
         kind = event.event_type
-        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED or kind in TERMINAL_EVENTS:
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            starting = event if carried else None
+            continue
+        if kind in TERMINAL_EVENTS:
             continue
         turn: int | None = None
         part = "other"
@@ -217,6 +226,11 @@ def session_turn_bytes(
         if turn is None:
             turn = current
         current = max(current, turn)
+        if starting is not None and current > 0:
+            into.setdefault(current, Parts()).add("carried", starting.ByteSize())
+            if events_into is not None:
+                events_into.setdefault(current, []).append(starting)
+            starting = None
         into.setdefault(turn, Parts()).add(part, size)
         if events_into is not None:
             events_into.setdefault(turn, []).append(event)

@@ -3,7 +3,8 @@
 A session of N turns (300; `--quick`: 100). Each message is 2,000 characters; in each turn the
 model calls `fixed_output` once (2,000 characters back) and answers in 200 characters. Bytes per
 turn are summed over every run of the session (each continue-as-new segment) and of the turn's
-own run (ours: the child `AgentWorkflow` `<session>/turn-N`): serialized history events. The
+own run (ours with `turns: child`: the child `AgentWorkflow` `<session>/turn-N`; by default a
+turn runs inside the session): serialized history events. The
 naive session is one workflow whose update `send` runs the naive loop on an ever-growing list.
 
 Target: ours adds at most 4x the turn's new text (message + tool output + answer) per turn, is
@@ -192,10 +193,11 @@ async def measure(
     else:
         parts: dict[int, Parts] = {}
         events_of: dict[int, list[HistoryEvent]] = {}
-        for events in runs:
-            session_turn_bytes(events, parts, turn_of_text, events_of)
+        for index, events in enumerate(runs):
+            session_turn_bytes(events, parts, turn_of_text, events_of, carried=index > 0)
+        child_runs = (session_input or OURS_SESSION).get("turns") == "child"
         for turn in range(1, done + 1):
-            child = await chain(client, f"{session_id}/turn-{turn}")
+            child = await chain(client, f"{session_id}/turn-{turn}") if child_runs else []
             child_events = [e for run in child for e in run]
             own = sum(e.ByteSize() for e in child_events)
             per_turn[turn - 1] = parts[turn].total + own if turn in parts else None

@@ -35,7 +35,7 @@ def turn_details(
     where = (
         f"running as {code_span(workflow_id)}"
         if workflow_id is not None
-        else "running in this session's history (its model and tool calls are below)"
+        else "running inside this session (its model and tool calls are in this history)"
     )
     paragraphs = [f"turn {turn}: {code_span(shorten(message, MESSAGE_PREVIEW_CHARS))}", where]
     for request in pending:

@@ -96,7 +96,7 @@ async def test_session_details_show_the_pending_command_then_the_send_command(
     [request] = status.pending
     details = (await handle.query("__temporal_workflow_metadata")).current_details
     assert request.command in code_spans(details)
-    assert "running in this session's history" in outside_code(details)
+    assert "running inside this session" in outside_code(details)
     assert "--" not in outside_code(details)
 
     await handle.signal("approve", {"call_id": "*"})
