@@ -30,6 +30,7 @@ from tests.agent_test_tools import executions
 from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.eventually import eventually
 from tests.test_cancellation import cancel_and_wait
+from tools.catalog import REGISTRY
 from tools.definition import ToolOptions, tool
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
@@ -276,3 +277,42 @@ async def test_a_run_with_local_tools_replays(scripted_agent: ScriptedHarness) -
     )
     replayed = await replayer.replay_workflow(await handle.fetch_history())
     assert replayed.replay_failure is None
+
+
+# --- the built-in calculator ---------------------------------------------------------------------
+
+
+def test_which_built_in_tools_are_local() -> None:
+    """Only the calculator: `current_time` reads the clock (not pure), the file and memory
+    tools touch the disk or need approval or a scope."""
+    builtin = ["calculator", "current_time", "read_file", "write_file", "ask_user",
+               "final_answer", "remember", "recall", "forget"]  # fmt: skip
+    local = [name for name in builtin if (item := REGISTRY.get(name)) and item.options.local]
+    assert local == ["calculator"]
+
+
+async def test_calculator_calls_are_markers_with_their_summaries(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    scripted_agent.model.enqueue(
+        sm.tool_calls(
+            sm.call("calculator", {"expression": "17 * 25"}, id="a"),
+            sm.call("calculator", {"expression": "1/0"}, id="b"),
+        ),
+        sm.tool_calls(sm.call("calculator", {"expression": "425 + 1024"}, id="c")),
+        sm.text("1449"),
+    )
+    result, handle = await scripted_agent.run({"prompt": "sum", "tools": ["calculator"]})
+
+    assert result.answer == "1449"
+    assert [(s.call_id, s.observation, s.status) for s in result.steps] == [
+        ("a", "425", "ok"),
+        ("b", "Error: division by zero", "error"),  # as from the regular activity
+        ("c", "1449", "ok"),
+    ]
+    assert await activity_types(handle) == ["call_model", "call_model", "call_model"]
+    assert await local_activities(handle) == [
+        ("calculator", '{"expression": "17 * 25"}'),
+        ("calculator", '{"expression": "1/0"}'),
+        ("calculator", '{"expression": "425 + 1024"}'),
+    ]
