@@ -72,7 +72,8 @@ def failure_text(error: BaseException) -> str:
 def tool_activity(
     item: Tool, workspace: Path, memory: MemoryStore | None = None
 ) -> Callable[[ToolInvocation], Any]:
-    """Wrap `item` as an activity: validate arguments, run with heartbeats, truncate output.
+    """Wrap `item` as an activity: validate arguments, run with heartbeats (none when it runs
+    as a local activity), truncate output.
     The tool sees `workspace` and the worker's `memory` store in its `ToolContext`.
 
     `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
@@ -102,7 +103,11 @@ def tool_activity(
         )
         started = time.monotonic()
         try:
-            result = await with_heartbeats(item.invoke(args, ctx), heartbeat_every)
+            work = item.invoke(args, ctx)
+            # A local activity (`ToolOptions.local`) is not heartbeated: the server does not know
+            # it (the worker logs "Activity heartbeat failed ... UnknownActivity"), its
+            # start-to-close timeout bounds it, and a cancellation reaches it in this worker.
+            result = await (work if info.is_local else with_heartbeats(work, heartbeat_every))
         except Exception as error:
             if not isinstance(error, ToolError) and (
                 is_transient(error) or item.options.retries_everything

@@ -2,6 +2,9 @@
 
 One worker on the main task queue runs `AgentWorkflow`, `call_model` and every tool without a
 queue of its own; a tool registered with `task_queue="gpu"` (say) gets a worker on that queue.
+A `local=True` tool runs as a local activity in the worker whose workflow task calls it, so it
+must be registered beside the workflows: it is, since `ToolOptions` refuses `local` with a
+`task_queue`.
 """
 
 from __future__ import annotations

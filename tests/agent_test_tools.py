@@ -7,6 +7,7 @@ real workflow and the real worker run them as activities named after them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import defaultdict
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
 from tools.catalog import REGISTRY
-from tools.definition import ToolContext, ToolError, TransientToolError, tool
+from tools.definition import Tool, ToolContext, ToolError, TransientToolError, tool
 
 FAST_RETRY = RetryPolicy(
     maximum_attempts=3,
@@ -189,9 +190,32 @@ async def slow_tool(args: SleepArgs, ctx: ToolContext) -> str:
     return "slept"
 
 
+def local_twin(item: Tool) -> Tool:
+    """`item` again as `local_<name>` with `local=True`: the same function and options, run as a
+    local activity, so a test can compare the two paths call for call."""
+    options = dataclasses.replace(item.options, local=True)
+    return dataclasses.replace(item, name=f"local_{item.name}", options=options)
+
+
+class NapArgs(BaseModel):
+    seconds: float
+
+
+@tool(start_to_close_timeout=timedelta(seconds=10), local=True)
+async def local_nap(args: NapArgs) -> str:
+    """Sleep a little (longer than a heartbeat interval), then answer: a slow local tool."""
+    await asyncio.sleep(args.seconds)
+    return f"napped {args.seconds:g}s"
+
+
+LOCAL_TWINS = [
+    local_twin(item)
+    for item in (echo, buggy, refuses, sleepy, always_fails, blips, must_work, slow_tool)
+]
+
 TEST_TOOLS = [
     echo, flaky, always_fails, buggy, blips, refuses, sleepy, must_work, big_output, rendezvous,
-    gated, pay, side_effect, broken_lookup, slow_tool,
+    gated, pay, side_effect, broken_lookup, slow_tool, local_nap, *LOCAL_TWINS,
 ]  # fmt: skip
 for _item in TEST_TOOLS:
     if REGISTRY.get(_item.name) is None:

@@ -5,6 +5,7 @@ faults, error mapping, secrets) or a scripted in-memory model (`scripted_agent`:
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -118,6 +119,22 @@ async def activity_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
+
+
+async def local_activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:
+    """(activity type, summary) of each local activity in the run's history, in order: a local
+    activity is one `MarkerRecorded` event (`core_local_activity`), not scheduled / started /
+    completed events, so `activity_types` does not list it."""
+    history = await handle.fetch_history()
+    found = []
+    for event in history.events:
+        attrs = event.marker_recorded_event_attributes
+        if attrs.marker_name != "core_local_activity":
+            continue
+        data = json.loads(attrs.details["data"].payloads[0].data)
+        summary = event.user_metadata.summary
+        found.append((data["activity_type"], json.loads(summary.data) if summary.data else ""))
+    return found
 
 
 async def history_json(handle: WorkflowHandle[Any, Any]) -> str:

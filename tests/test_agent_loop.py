@@ -22,6 +22,7 @@ from tests.conftest import (
     ScriptedHarness,
     activity_types,
     history_json,
+    local_activities,
 )
 
 
@@ -73,12 +74,14 @@ async def test_tool_runs_and_loop_resumes_with_its_result(scripted_agent: Script
         "current_time",
         "read_file",
     ]
-    assert await activity_types(handle) == ["call_model", "calculator", "call_model"]
+    assert await activity_types(handle) == ["call_model", "call_model"]
+    assert await local_activities(handle) == [("calculator", '{"expression": "17 * 25"}')]
 
 
 async def test_one_run_is_one_execution_with_one_activity_per_call(
     scripted_agent: ScriptedHarness,
 ) -> None:
+    """One activity per call: `echo` a regular one, `calculator` a local one (a marker)."""
     scripted_agent.model.enqueue(
         sm.tool_calls(sm.call("echo", {"text": "a"})),
         sm.tool_calls(sm.call("echo", {"text": "b"}), sm.call("calculator", {"expression": "1+1"})),
@@ -89,8 +92,9 @@ async def test_one_run_is_one_execution_with_one_activity_per_call(
     assert result.answer == "done"
     assert [s.observation for s in result.steps] == ["a", "b", "2"]
     assert await activity_types(handle) == [
-        "call_model", "echo", "call_model", "echo", "calculator", "call_model",
+        "call_model", "echo", "call_model", "echo", "call_model",
     ]  # fmt: skip
+    assert await local_activities(handle) == [("calculator", '{"expression": "1+1"}')]
     history = await handle.fetch_history()
     started = [
         e for e in history.events if e.HasField("workflow_execution_started_event_attributes")

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from google.protobuf import json_format
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload, Payloads
-from temporalio.api.history.v1 import History
+from temporalio.api.history.v1 import History, HistoryEvent
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -226,7 +226,42 @@ class EncryptedRun:
     history: History
 
     def payloads(self) -> list[Payload]:
-        return list(iter_payloads(self.history))
+        """Every payload the data converter wrote (so the codec encrypted)."""
+        return split_payloads(self.history)[0]
+
+    def clear_payloads(self) -> list[Payload]:
+        """The payloads Temporal keeps in clear by design, whatever the data converter."""
+        return split_payloads(self.history)[1]
+
+
+SDK_MARKER_DATA = {("core_local_activity", "data"), ("core_patch", "patch-data")}
+"""Marker details the SDK core writes as plain JSON, never through the codec: a local
+activity's bookkeeping (its type, id, attempt, times) and a patch's id. The local activity's
+result (detail `result`) and its summary go through the codec like any payload."""
+
+
+def split_payloads(history: History) -> tuple[list[Payload], list[Payload]]:
+    """(the data converter's payloads, those kept in clear) of a history. In clear: search
+    attributes (the SDK sets `TemporalChangeVersion` to the patches a run took) and the
+    SDK's own marker data."""
+    ours: list[Payload] = []
+    clear: list[Payload] = []
+    for event in history.events:
+        if event.HasField("upsert_workflow_search_attributes_event_attributes"):
+            clear += iter_payloads(event)
+            continue
+        if not event.HasField("marker_recorded_event_attributes"):
+            ours += iter_payloads(event)
+            continue
+        attrs = event.marker_recorded_event_attributes
+        for key, details in attrs.details.items():
+            into = clear if (attrs.marker_name, key) in SDK_MARKER_DATA else ours
+            into += details.payloads
+        rest = HistoryEvent()
+        rest.CopyFrom(event)
+        rest.marker_recorded_event_attributes.details.clear()
+        ours += iter_payloads(rest)
+    return ours, clear
 
 
 def iter_payloads(message: Message) -> Iterator[Payload]:
@@ -286,6 +321,17 @@ async def test_encrypted_run_works_and_history_holds_only_ciphertext(
         assert payload.metadata["encoding"] == ENCODING, payload.metadata
         assert payload.metadata[KEY_ID_KEY] == b"test-key"
         assert SECRET not in payload.data
+    # The calculator ran as a local activity: its result and summary are encrypted (above). In
+    # clear, by design (docs/encryption.md, "Not encrypted"): the patch the run took (a marker
+    # and the `TemporalChangeVersion` search attribute) and which activity ran, when and at
+    # which attempt.
+    clear = [json.loads(p.data) for p in encrypted_run.clear_payloads()]
+    assert [d if isinstance(d, list) else d.get("activity_type") or d["id"] for d in clear] == [
+        "local-tools",
+        ["local-tools"],
+        "calculator",
+    ]
+    assert SECRET.decode() not in json.dumps(clear)
 
     # the codec-less client cannot read the result; the codec client can
     raw = temporal_env.client.get_workflow_handle(encrypted_run.workflow_id)

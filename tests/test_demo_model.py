@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.demo_model import DemoChatModel, find_expression
 from contracts.agent_result import AgentResult
-from tests.conftest import activity_types, started_workers
+from tests.conftest import activity_types, local_activities, started_workers
 from tests.hitl_support import wait_for_pending
 
 
@@ -35,11 +35,11 @@ def test_demo_model_finds_arithmetic(prompt: str, expression: str | None) -> Non
 
 
 @pytest.mark.parametrize(
-    ("prompt", "tools", "answer_starts"),
+    ("prompt", "tools", "answer_starts", "local"),
     [
-        ("What is 17 * 25?", ["calculator"], "The answer is 425."),
-        ("What time is it?", ["current_time"], "It is now 20"),
-        ("Tell me a joke", [], "(offline demo model)"),
+        ("What is 17 * 25?", ["calculator"], "The answer is 425.", ["calculator"]),
+        ("What time is it?", ["current_time"], "It is now 20", []),
+        ("Tell me a joke", [], "(offline demo model)", []),
     ],
 )
 async def test_demo_model_runs_the_whole_flow(
@@ -48,6 +48,7 @@ async def test_demo_model_runs_the_whole_flow(
     prompt: str,
     tools: list[str],
     answer_starts: str,
+    local: list[str],
 ) -> None:
     async with AsyncExitStack() as stack:
         queue = await started_workers(stack, temporal_env.client, DemoChatModel(), tmp_path)
@@ -63,8 +64,10 @@ async def test_demo_model_runs_the_whole_flow(
     assert result.model == "demo-offline"
     assert [s.tool for s in result.steps] == tools
     assert result.usage.total_tokens > 0
-    expected = ["call_model", *tools, "call_model"] if tools else ["call_model"]
+    activities = [t for t in tools if t not in local]  # the rest ran as local activities
+    expected = ["call_model", *activities, "call_model"] if tools else ["call_model"]
     assert await activity_types(handle) == expected
+    assert [name for name, _ in await local_activities(handle)] == local
 
 
 async def test_demo_model_shows_the_approval_flow(

@@ -370,6 +370,15 @@ def test_failures_and_latency_from_history() -> None:
         event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, 4),
     ]
     assert history_failures(events) == (2, 2)
+    # A local activity (a `local=True` tool) is one marker: failed after its second attempt.
+    local = event(EventType.EVENT_TYPE_MARKER_RECORDED, 3)
+    marker = local.marker_recorded_event_attributes
+    marker.marker_name = "core_local_activity"
+    marker.details["data"].payloads.add(data=b'{"attempt": 2, "activity_type": "calculator"}')
+    marker.failure.message = "division by zero"
+    patch = event(EventType.EVENT_TYPE_MARKER_RECORDED, 3)
+    patch.marker_recorded_event_attributes.marker_name = "core_patch"
+    assert history_failures([*events, local, patch]) == (3, 3)
     assert history_latency(events) == 4.0
     assert history_latency([]) is None
 

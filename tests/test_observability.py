@@ -15,7 +15,7 @@ from temporalio.client import WorkflowHandle
 from contracts.agent_status import AgentStatus
 from tests import scripted_model as sm
 from tests.agent_test_tools import gates
-from tests.conftest import ScriptedHarness
+from tests.conftest import ScriptedHarness, local_activities
 from tests.eventually import eventually
 
 
@@ -50,9 +50,10 @@ async def test_activities_carry_summaries_and_the_run_a_memo(
     ]
     assert summaries == [
         ("call_model", '"fake-model-1 · turn 1"'),
-        ("calculator", '"{\\"expression\\": \\"17 * 25\\"}"'),
         ("call_model", '"fake-model-1 · turn 2"'),
     ]
+    # The calculator is a local activity: its marker carries the summary.
+    assert await local_activities(handle) == [("calculator", '{"expression": "17 * 25"}')]
     memo = await (await handle.describe()).memo()
     assert memo["prompt"] == "17 shirts at 25?"
     assert memo["tools"] == ["calculator"]

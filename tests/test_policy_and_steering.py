@@ -23,7 +23,13 @@ from contracts.errors import INVALID_INPUT
 from contracts.messages import SteerMessage
 from contracts.policy import ApprovalPolicy, ApprovalRule, WorkerPolicy
 from loop.policy import matching_rule, overridden_approvals, verdict
-from tests.conftest import FAKE_MODEL, ScriptedHarness, activity_types, started_workers
+from tests.conftest import (
+    FAKE_MODEL,
+    ScriptedHarness,
+    activity_types,
+    local_activities,
+    started_workers,
+)
 from tests.eventually import eventually
 from tests.scripted_model import ScriptedChatModel, call, gate, text, tool_calls
 from tests.test_cli_run import AgentCli
@@ -107,6 +113,9 @@ async def test_an_ask_rule_makes_any_tool_wait_for_a_person(
         "42",
         "policy rule calc* → ask",
     )
+    # Approved, then run as the local activity it is (`local=True`): the approval is decided in
+    # the workflow before the call runs, so a local tool is no way around it.
+    assert await local_activities(handle) == [("calculator", '{"expression": "6*7"}')]
 
 
 async def test_auto_over_required_approval_is_refused_without_the_worker(

@@ -17,8 +17,8 @@ from workflows.session_workflow import SessionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 EXPECTED = {
-    "approval", "approval_timeout", "cancellation", "continue_as_new", "parallel_tools",
-    "session", "simple",
+    "approval", "approval_timeout", "cancellation", "continue_as_new", "local_tools",
+    "parallel_tools", "session", "simple",
 }  # fmt: skip
 
 

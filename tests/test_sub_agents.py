@@ -23,7 +23,7 @@ from contracts.agents import AgentProfile
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.errors import INVALID_INPUT
 from contracts.model_io import ModelRequest
-from tests.conftest import ScriptedHarness, activity_types
+from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.eventually import eventually
 from tests.scripted_model import Completion, call, gate, text, tool_calls
 from tools.agents import AGENT_PROFILES, RESEARCHER
@@ -86,7 +86,8 @@ async def test_a_profile_runs_as_a_child_workflow(scripted_agent: ScriptedHarnes
     assert (step.tool, step.child_workflow_id) == ("researcher", child_id)
     child = scripted_agent.client.get_workflow_handle(child_id, result_type=AgentResult)
     child_result = await child.result()
-    assert await activity_types(child) == ["call_model", "calculator", "call_model"]
+    assert await activity_types(child) == ["call_model", "call_model"]
+    assert await local_activities(child) == [("calculator", '{"expression": "6*7"}')]
     assert "researcher" not in await activity_types(handle)  # a child workflow, not an activity
     # the child's tokens count toward the parent: 2 parent calls + 2 child calls
     assert result.usage.total_tokens == 2 * 15 + child_result.usage.total_tokens

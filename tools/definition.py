@@ -99,6 +99,7 @@ class ToolSettings(TypedDict, total=False):
     approval_timeout: timedelta
     on_approval_timeout: TimeoutAction
     requires_scope: bool
+    local: bool
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,17 @@ class ToolOptions:
       what happens (`reject`, `approve`, `fail`); unset: the run's settings.
     - `requires_scope`: the tool keeps data per user (long-term memory): it is offered only to
       runs with a `memory_scope`, which it receives as `ctx.scope`.
+    - `local`: run the tool as a Temporal *local activity* in the worker that runs the workflow:
+      no round trip through the task queue, and the history holds one `MarkerRecorded` event
+      (with the call's summary and result) instead of scheduled / started / completed events.
+      Only for cheap, pure, idempotent tools: a local activity is not heartbeated
+      (`heartbeat_timeout` does not apply) and runs again if the worker is lost before the
+      workflow task that records its marker completes. Refused together with
+      `requires_approval` (a call a person must allow may have side effects), `task_queue` (a
+      local activity runs on the workflow's own worker, never on another queue) and
+      `requires_scope` (a tool that keeps data per user has side effects), so such a tool never
+      becomes a local activity silently. A run's approval policy can still make a local tool's
+      call wait for a person: that is decided in the workflow, before the call runs.
     """
 
     start_to_close_timeout: timedelta = timedelta(seconds=30)
@@ -128,6 +140,7 @@ class ToolOptions:
     approval_timeout: timedelta | None = None
     on_approval_timeout: TimeoutAction | None = None
     requires_scope: bool = False
+    local: bool = False
 
     def __post_init__(self) -> None:
         for name in ("start_to_close_timeout", "heartbeat_timeout", "approval_timeout"):
@@ -138,6 +151,24 @@ class ToolOptions:
             raise ValueError(
                 f"tool option on_error must be 'continue' or 'stop', got {self.on_error!r}"
             )
+        if self.local:
+            clashes = [
+                reason
+                for reason, present in (
+                    ("requires_approval (a call a person must allow may have side effects)",
+                     bool(self.requires_approval)),
+                    ("task_queue (a local activity runs on the workflow's own worker)",
+                     self.task_queue is not None),
+                    ("requires_scope (a tool that keeps data per user has side effects)",
+                     self.requires_scope),
+                )
+                if present
+            ]  # fmt: skip
+            if clashes:
+                raise ValueError(
+                    "tool option local=True is only for cheap, pure, idempotent tools; it cannot "
+                    "be combined with " + "; ".join(clashes)
+                )
 
     @property
     def retries_everything(self) -> bool:

@@ -2,9 +2,10 @@
 EngineRequest: the agent never runs tools itself).
 
 screen → run → observe. Calls are validated and screened for repeats (pure `loop` functions);
-the ones that may run go out at once, in parallel, each as the tool's own activity, while calls
-that need a person wait in `HumanGate`; then errors are screened for repeats and every call
-gets its step. The workflow records the round.
+the ones that may run go out at once, in parallel, each as the tool's own activity (a local
+activity for a tool that opts in with `ToolOptions.local`), while calls that need a person
+wait in `HumanGate`; then errors are screened for repeats and every call gets its step. The
+workflow records the round.
 
 Seams: `_execute` is where a tool whose activity is a child workflow (a sub-agent) or a call to
 an outside (MCP) server would be dispatched; `tools` is the run's tool set, to which tools
@@ -55,6 +56,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_log import RunLog, ms_since
     from workflows.session_link import run_scope
 
+
+LOCAL_TOOLS_PATCH = "local-tools"
+"""Patch id of running `ToolOptions.local` tools as local activities (see `_run_activity`)."""
 
 MCP_TOOL_OPTIONS = ToolOptions(start_to_close_timeout=timedelta(seconds=60))
 """How an MCP server's tool is run: a minute per attempt, transient failures retried."""
@@ -115,6 +119,36 @@ def tool_failure(error: ActivityError, options: ToolOptions) -> ToolFailure:
         attempts = options.effective_retry_policy.maximum_attempts
         return ToolFailure("retries_exhausted", message, attempts=attempts)
     return ToolFailure("tool_error", message)
+
+
+def local_activity_error(
+    activity_type: str, failure: ApplicationError | TimeoutError, options: ToolOptions
+) -> ActivityError:
+    """A failed local activity's error, wrapped as a regular activity's would be.
+
+    The SDK raises a local activity's failure bare (an `ApplicationError`, not an
+    `ActivityError` with it as the cause: sdk-core issue 323), without the retry state that
+    says whether the retries were used up. A failure the policy may retry can only have ended
+    the call once its attempts were used up; any other failure ended it at once."""
+    if isinstance(failure, TimeoutError):
+        retry_state = RetryState.TIMEOUT
+    elif failure.non_retryable or failure.type in (
+        options.effective_retry_policy.non_retryable_error_types or []
+    ):
+        retry_state = RetryState.NON_RETRYABLE_FAILURE
+    else:
+        retry_state = RetryState.MAXIMUM_ATTEMPTS_REACHED
+    error = ActivityError(
+        "Local activity task failed",
+        scheduled_event_id=0,
+        started_event_id=0,
+        identity="",
+        activity_type=activity_type,
+        activity_id="",
+        retry_state=retry_state,
+    )
+    error.__cause__ = failure
+    return error
 
 
 class ToolRound:
@@ -338,17 +372,7 @@ class ToolRound:
             return done.observation, "error" if done.failed else "ok", False
         activity_input, summary = self._activity_input(item, call, args, iteration)
         try:
-            output = await workflow.execute_activity(
-                item.name,
-                activity_input,
-                result_type=ToolOutput,
-                start_to_close_timeout=options.start_to_close_timeout,
-                heartbeat_timeout=options.heartbeat_timeout,
-                retry_policy=options.effective_retry_policy,
-                task_queue=options.task_queue,
-                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                summary=summary,
-            )
+            output = await self._run_activity(item, activity_input, summary)
         except ActivityError as error:
             if is_cancelled_exception(error):
                 raise
@@ -363,6 +387,45 @@ class ToolRound:
             return observation, "error", False
         self._log_tool(item, call, "ok", started, truncated=output.truncated)
         return output.content, "ok", output.stop_run
+
+    async def _run_activity(
+        self, item: Callee, activity_input: ToolInvocation | McpCallRequest, summary: str
+    ) -> ToolOutput:
+        """The call's activity: a local activity for a tool compiled into the worker that opted
+        in (`ToolOptions.local`), otherwise a regular one on the tool's task queue. Both fail
+        with an `ActivityError` (see `local_activity_error`), so the caller reads a failure the
+        same way.
+
+        The local path is behind the `local-tools` patch, asked only for a `local=True` tool: a
+        run recorded before it scheduled such a call as a regular activity and replays that
+        way, and a run that never calls one carries no patch marker."""
+        options = item.options
+        if item.local is not None and options.local and workflow.patched(LOCAL_TOOLS_PATCH):
+            try:
+                output: ToolOutput = await workflow.execute_local_activity(
+                    item.name,
+                    activity_input,
+                    result_type=ToolOutput,
+                    start_to_close_timeout=options.start_to_close_timeout,
+                    retry_policy=options.effective_retry_policy,
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                    summary=summary,
+                )
+            except (ApplicationError, TimeoutError) as failure:
+                raise local_activity_error(item.name, failure, options) from failure
+            return output
+        output = await workflow.execute_activity(
+            item.name,
+            activity_input,
+            result_type=ToolOutput,
+            start_to_close_timeout=options.start_to_close_timeout,
+            heartbeat_timeout=options.heartbeat_timeout,
+            retry_policy=options.effective_retry_policy,
+            task_queue=options.task_queue,
+            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+            summary=summary,
+        )
+        return output
 
     def _log_refusal(self, call: ToolCall, why: str, outcome: str) -> None:
         self._log(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -240,8 +241,15 @@ async def history_events(client: Client, workflow_id: str, first_run_id: str) ->
     return events
 
 
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""The marker a local activity leaves in history (a tool with `ToolOptions.local`): its
+`failure` is set when it failed or timed out, and its `data` detail (JSON written by the SDK
+core) holds the attempt it ended on."""
+
+
 def history_failures(events: Sequence[HistoryEvent]) -> tuple[int, int]:
-    """(failed or timed out activities, retried activity attempts) in a history."""
+    """(failed or timed out activities, retried activity attempts) in a history, local
+    activities included."""
     failed = retried = 0
     for event in events:
         if event.event_type in (
@@ -251,6 +259,14 @@ def history_failures(events: Sequence[HistoryEvent]) -> tuple[int, int]:
             failed += 1
         elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
             retried += max(0, event.activity_task_started_event_attributes.attempt - 1)
+        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            marker = event.marker_recorded_event_attributes
+            if marker.marker_name != LOCAL_ACTIVITY_MARKER:
+                continue
+            failed += marker.HasField("failure")
+            data = marker.details["data"].payloads if "data" in marker.details else []
+            attempt = json.loads(data[0].data).get("attempt", 1) if data else 1
+            retried += max(0, int(attempt) - 1)
     return failed, retried
 
 

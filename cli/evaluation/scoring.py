@@ -34,7 +34,11 @@ class Failures(BaseModel):
     tool_errors: int = Field(default=0, description="Tool steps with status 'error'.")
     failed_models: int = Field(default=0, description="Models given up on for a fallback.")
     activity_failures: int = Field(
-        default=0, description="ActivityTaskFailed / ActivityTaskTimedOut events in history."
+        default=0,
+        description=(
+            "ActivityTaskFailed / ActivityTaskTimedOut events in history, and failed local "
+            "activities (their marker's failure)."
+        ),
     )
     activity_retries: int = Field(
         default=0, description="Activity attempts that were retried (attempt > 1 in history)."

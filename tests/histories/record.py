@@ -68,6 +68,28 @@ async def parallel_tools(client: Client, queue: str, model: fake.FakeOpenAIServe
     return handle
 
 
+async def local_tools(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """Calculator calls as local activities (`local=True`): one marker each, a failure among
+    them, next to a regular activity in the same round."""
+    model.enqueue(
+        fake.tool_calls(
+            fake.call("calculator", {"expression": "17 * 25"}),
+            fake.call("calculator", {"expression": "1/0"}),
+            fake.call("echo", {"text": "hi"}),
+        ),
+        fake.tool_calls(fake.call("calculator", {"expression": "425 + 1"})),
+        fake.text("426"),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "local", "tools": ["calculator", "echo"]},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await handle.result()
+    return handle
+
+
 async def approval(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
     model.enqueue(
         fake.tool_calls(
@@ -159,6 +181,7 @@ async def session(client: Client, queue: str, model: fake.FakeOpenAIServer) -> A
 SCENARIOS: dict[str, Scenario] = {
     "simple": simple,
     "parallel_tools": parallel_tools,
+    "local_tools": local_tools,
     "approval": approval,
     "approval_timeout": approval_timeout,
     "cancellation": cancellation,

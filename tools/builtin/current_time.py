@@ -70,6 +70,11 @@ def describe_time(moment: datetime, zone: ZoneInfo) -> str:
     return f"{local.isoformat(timespec='seconds')} ({weekday}, {zone.key})"
 
 
+# A regular activity, not a local one (`ToolOptions.local`), although it is cheap: it reads the
+# clock, so it is not pure, and local is only for pure tools. A local activity's result is kept
+# only once the workflow task that records its marker completes; a worker lost before that
+# re-runs it, and here the re-run would quietly answer a different time than the first attempt
+# (logged) did. The saving would be small too: a run asks the time once, not in a loop.
 @tool(start_to_close_timeout=timedelta(seconds=5))
 async def current_time(args: CurrentTimeArgs) -> str:
     """Get the current date and time in a time zone (IANA name, default UTC).
