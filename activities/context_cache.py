@@ -9,15 +9,24 @@ first out.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from contracts.messages import ChatMessage
-from contracts.model_io import ContextDelta
+from contracts.model_io import ContextDelta, ToolSchema
 from loop.context_reuse import apply_pieces, pieces_length
 from loop.context_window import ContextFit, context_messages
 
 
 def _chars(messages: list[ChatMessage]) -> int:
     return sum(len(m.content or "") + sum(len(c.arguments) for c in m.tool_calls) for m in messages)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a model call sends: the laid-out messages and the tools offered."""
+
+    messages: list[ChatMessage]
+    tools: list[ToolSchema]
 
 
 class ContextCache:
@@ -30,21 +39,26 @@ class ContextCache:
         self._entries: OrderedDict[str, list[ChatMessage]] = OrderedDict()
         self._chars: dict[str, int] = {}
         self._sequence: dict[str, int | None] = {}
+        self._tools: dict[str, list[ToolSchema]] = {}
         self._max_conversations = max_conversations
         self._max_chars = max_chars
         self.misses = 0
 
-    def resolve(self, delta: ContextDelta) -> list[ChatMessage] | None:
-        """The messages to send for `delta`, or None when this worker does not hold what the
-        delta builds on (a miss)."""
+    def resolve(
+        self, delta: ContextDelta, tools: list[ToolSchema] | None = None
+    ) -> Resolved | None:
+        """The messages (and tools) to send for `delta`, or None when this worker does not hold
+        what the delta builds on (a miss)."""
         full = self._conversation(delta)
-        if full is None:
+        held_tools = self._tools.get(delta.key) if delta.tools_cached else (tools or [])
+        if full is None or held_tools is None:
             self.misses += 1
             return None
         self._store(delta.key, full, None if delta.sequence is None else delta.sequence + 1)
+        self._tools[delta.key] = held_tools
         fit = ContextFit(kept_from=delta.kept_from, estimated_tokens=0, dropped=delta.dropped)
         sent = context_messages(full, fit, delta.summary, prompt_index=delta.prompt_index)
-        return [*sent, *delta.extra]
+        return Resolved([*sent, *delta.extra], held_tools)
 
     def _conversation(self, delta: ContextDelta) -> list[ChatMessage] | None:
         """The whole conversation `delta` describes, if this worker holds what it builds on."""
@@ -87,6 +101,7 @@ class ContextCache:
             oldest, _ = self._entries.popitem(last=False)
             self._chars.pop(oldest, None)
             self._sequence.pop(oldest, None)
+            self._tools.pop(oldest, None)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -40,14 +40,16 @@ class ModelActivities:
         returned, so history holds one result per model call.
         """
         if request.context is not None:
-            messages = self.cache.resolve(request.context)
-            if messages is None:
+            resolved = self.cache.resolve(request.context, request.tools)
+            if resolved is None:
                 activity.logger.info(
                     "context cache miss for %s: asking the workflow for the whole conversation",
                     request.context.key,
                 )
                 return ModelReply(model=request.model or "", context_cache_miss=True)
-            request = request.model_copy(update={"messages": messages, "context": None})
+            request = request.model_copy(
+                update={"messages": resolved.messages, "tools": resolved.tools, "context": None}
+            )
         model = request.model or self._model.default_model
         started = time.monotonic()
         board = ProgressBoard(ModelProgress(model=model, attempt=activity.info().attempt))

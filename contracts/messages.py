@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.omitted import empty_omitted, none_omitted
+
 Role = Literal["system", "user", "assistant", "tool"]
 ReasoningKey = Literal["reasoning_content", "reasoning"]
 """Where a provider puts a reasoning model's thinking: `reasoning_content` (DeepSeek, Qwen) or
@@ -39,17 +41,17 @@ class ChatMessage(BaseModel):
     whose `tool_call_id` names it. `reasoning_content` keeps what reasoning models (DeepSeek,
     Qwen, ...) sent, so it can be sent back to providers that require it on the next turn;
     `reasoning_key` is the field the provider sent it in, and the one it goes back in (unset:
-    `reasoning_content`; left out of the JSON while unset).
+    `reasoning_content`). Unset fields are left out of the JSON (`contracts.omitted`).
     """
 
     model_config = ConfigDict(frozen=True)
 
     role: Role
-    content: str | None = None
-    tool_calls: list[ToolCall] = []
-    tool_call_id: str | None = None
-    reasoning_content: str | None = None
-    reasoning_key: ReasoningKey | None = Field(default=None, exclude_if=lambda value: value is None)
+    content: str | None = none_omitted()
+    tool_calls: list[ToolCall] = empty_omitted()
+    tool_call_id: str | None = none_omitted()
+    reasoning_content: str | None = none_omitted()
+    reasoning_key: ReasoningKey | None = none_omitted()
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:

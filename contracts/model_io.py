@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.messages import ChatMessage, ReasoningKey, ToolCall
+from contracts.omitted import empty_omitted, false_omitted, none_omitted
 from contracts.usage import TokenUsage
 
 CALL_MODEL_ACTIVITY = "call_model"
@@ -43,15 +44,18 @@ class ContextDelta(BaseModel):
     key: str
     base_length: int
     new_messages: list[ChatMessage]
-    sequence: int | None = None
-    reuse: list[tuple[int, int]] | None = None
+    sequence: int | None = none_omitted()
+    reuse: list[tuple[int, int]] | None = none_omitted()
     """The messages are these pieces: `(start, end)` of the `base_length` cached ones, `(-1, n)`
     the next `n` of `new_messages`. Unset: the cached messages, then `new_messages`."""
+    tools_cached: bool = false_omitted()
+    """The request's `tools` are left out: they are the ones the cache holds under `key` (sent
+    by an earlier call). A tool list is as long as a few messages, and the same on every call."""
     prompt_index: int = 1
     kept_from: int = 1
     dropped: int = 0
-    summary: str | None = None
-    extra: list[ChatMessage] = []
+    summary: str | None = none_omitted()
+    extra: list[ChatMessage] = empty_omitted()
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
 
 
@@ -59,16 +63,16 @@ class ModelRequest(BaseModel):
     """One model call: explicit `messages`, or a `context` delta. `model=None` means the
     worker's configured default model."""
 
-    model: str | None = None
-    messages: list[ChatMessage] = []
-    context: ContextDelta | None = None
-    tools: list[ToolSchema] = []
-    tool_choice: Literal["auto", "none"] | None = None
+    model: str | None = none_omitted()
+    messages: list[ChatMessage] = empty_omitted()
+    context: ContextDelta | None = none_omitted()
+    tools: list[ToolSchema] = empty_omitted()
+    tool_choice: Literal["auto", "none"] | None = none_omitted()
     """`none` asks for text only (the last call at max iterations, summaries)."""
-    parallel_tool_calls: bool | None = None
+    parallel_tool_calls: bool | None = none_omitted()
     """Whether the model may ask for several tool calls in one reply (None: provider default);
     sent only when tools are offered."""
-    response_format: dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = none_omitted()
     """The provider's structured-output request (`json_schema`), for native typed answers."""
     turn: int = 1
     purpose: Literal["turn", "final_answer", "summary", "plan", "synthesis"] = "turn"

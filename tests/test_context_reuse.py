@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from activities.context_cache import ContextCache
 from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ContextDelta
+from contracts.model_io import ContextDelta, ToolSchema
 from loop.context_reuse import NEW, apply_pieces, pieces_length, reuse_pieces
 
 SYSTEM = ChatMessage.system("You are helpful.")
@@ -83,7 +83,7 @@ def test_pieces_that_do_not_fit_are_refused() -> None:
 
 
 def delta(**fields: object) -> ContextDelta:
-    return ContextDelta(key="k", **fields)  # type: ignore[arg-type]
+    return ContextDelta(key="k", **fields)
 
 
 def cache_holding(messages: list[ChatMessage], sequence: int) -> ContextCache:
@@ -92,22 +92,27 @@ def cache_holding(messages: list[ChatMessage], sequence: int) -> ContextCache:
     return cache
 
 
+def sent(cache: ContextCache, step: ContextDelta) -> list[ChatMessage] | None:
+    resolved = cache.resolve(step)
+    return None if resolved is None else resolved.messages
+
+
 def test_the_cache_builds_a_turn_from_pieces_and_counts_the_delta() -> None:
     cache = cache_holding(PREVIOUS, sequence=5)
     pieces, new = reuse_pieces(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
-    assert cache.resolve(step) == NEXT
+    assert sent(cache, step) == NEXT
     # The next call of the turn appends to what the pieces made.
     more = delta(base_length=len(NEXT), new_messages=[calls("c3")], sequence=6)
-    assert cache.resolve(more) == [*NEXT, calls("c3")]
+    assert sent(cache, more) == [*NEXT, calls("c3")]
 
 
 def test_a_retried_call_gets_what_its_delta_made() -> None:
     cache = cache_holding(PREVIOUS, sequence=5)
     pieces, new = reuse_pieces(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
-    assert cache.resolve(step) == NEXT
-    assert cache.resolve(step) == NEXT  # the model failed; the activity is retried
+    assert sent(cache, step) == NEXT
+    assert sent(cache, step) == NEXT  # the model failed; the activity is retried
     assert cache.misses == 0
 
 
@@ -119,7 +124,7 @@ def test_a_worker_that_missed_a_call_misses_even_when_the_lengths_match() -> Non
     pieces, new = reuse_pieces(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=6)
     assert len(stale) == len(PREVIOUS)
-    assert cache.resolve(step) is None
+    assert sent(cache, step) is None
     assert cache.misses == 1
 
 
@@ -127,6 +132,19 @@ def test_a_delta_without_a_sequence_is_taken_as_before() -> None:
     cache = ContextCache()
     assert cache.resolve(delta(base_length=0, new_messages=[SYSTEM, user("q")]))
     step = delta(base_length=2, new_messages=[assistant("a")])
-    assert cache.resolve(step) == [SYSTEM, user("q"), assistant("a")]
-    assert cache.resolve(step) == [SYSTEM, user("q"), assistant("a")]  # a retry
-    assert cache.resolve(delta(base_length=7, new_messages=[user("x")])) is None
+    assert sent(cache, step) == [SYSTEM, user("q"), assistant("a")]
+    assert sent(cache, step) == [SYSTEM, user("q"), assistant("a")]  # a retry
+    assert sent(cache, delta(base_length=7, new_messages=[user("x")])) is None
+
+
+def test_tools_are_sent_once_then_named() -> None:
+    calculator = ToolSchema(name="calculator", description="Evaluates.", parameters={})
+    cache = ContextCache()
+    first = cache.resolve(delta(base_length=0, new_messages=[SYSTEM], sequence=0), [calculator])
+    assert first is not None and first.tools == [calculator]
+    named = delta(base_length=1, new_messages=[user("q")], sequence=1, tools_cached=True)
+    again = cache.resolve(named, [])
+    assert again is not None and again.tools == [calculator]
+    assert "tools_cached" not in delta(base_length=0, new_messages=[]).model_dump()
+    elsewhere = ContextCache()  # another worker: it holds neither the messages nor the tools
+    assert elsewhere.resolve(named, []) is None

@@ -116,11 +116,14 @@ class CachedConversation:
     messages: list[ChatMessage] = field(default_factory=list)
     sequence: int = 0
     holder: object | None = None
+    tools: list[ToolSchema] | None = None
+    """The tools the cache holds with the conversation (sent once, then named)."""
 
     def forget(self) -> None:
         """After a failed call the workflow cannot know what the worker holds: start over."""
         self.messages = []
         self.holder = None
+        self.tools = None
 
 
 def run_conversation() -> CachedConversation:
@@ -195,8 +198,10 @@ class ModelGateway:
     ) -> ModelAnswer | None:
         """Send what the worker's cache lacks: the messages added since this gateway's previous
         call, or (a session turn's first call) pieces of the previous turn's conversation plus
-        the new messages; the whole conversation once if the cache misses."""
+        the new messages, and the tools unless they are the ones it holds; the whole
+        conversation and the tools once if the cache misses."""
         held = self._conversation
+        tools = request.tools
         base = len(held.messages) if held.holder is self else 0
         delta = ContextDelta(
             key=held.key,
@@ -208,7 +213,10 @@ class ModelGateway:
             dropped=fit.dropped,
             summary=pad.summary,
             extra=extra,
+            tools_cached=bool(held.messages) and held.tools == tools,
         )
+        if delta.tools_cached:
+            request = request.model_copy(update={"tools": []})
         if held.holder is not self and held.messages:
             pieces, new = reuse_pieces(held.messages, pad.messages)
             delta = delta.model_copy(
@@ -218,13 +226,21 @@ class ModelGateway:
             answer = await self._call(request.model_copy(update={"context": delta}))
             if answer is None:  # the worker does not hold the conversation: send it all
                 delta = delta.model_copy(
-                    update={"base_length": 0, "new_messages": pad.messages, "reuse": None}
+                    update={
+                        "base_length": 0,
+                        "new_messages": pad.messages,
+                        "reuse": None,
+                        "tools_cached": False,
+                    }
                 )
-                answer = await self._call(request.model_copy(update={"context": delta}))
+                answer = await self._call(
+                    request.model_copy(update={"context": delta, "tools": tools})
+                )
         except BaseException:
             held.forget()
             raise
         held.messages, held.sequence, held.holder = pad.messages, held.sequence + 1, self
+        held.tools = tools
         return answer
 
     async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:
