@@ -10,6 +10,7 @@ from contracts.agents import ParentLink
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
 from contracts.messages import ChatMessage
+from contracts.model_io import CachedConversation
 from contracts.policy import ApprovalPolicy
 from contracts.scratchpad import Scratchpad
 
@@ -230,6 +231,13 @@ class AgentInput(AgentSettings):
     resume: Scratchpad | None = Field(
         default=None,
         description="Set by the workflow itself when it continues-as-new: the run's state.",
+    )
+    resume_context: CachedConversation | None = Field(
+        default=None,
+        description=(
+            "Set by the workflow itself when it continues-as-new: what the worker's context "
+            "cache holds (digests), so the next run does not send the carried messages again."
+        ),
     )
 
     @field_validator("history")

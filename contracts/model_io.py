@@ -59,6 +59,24 @@ class ContextDelta(BaseModel):
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
 
 
+class CachedConversation(BaseModel):
+    """What the worker's context cache holds under `key`, as far as the workflow knows: a digest
+    of each message the last successful delta built (`loop.context_reuse.message_digest`), how
+    many deltas built it (`sequence`), and a digest of the tools it holds. A run keeps one; a
+    session's turns share one, and the session carries it across continue-as-new, so the next
+    run's first call names the messages the cache holds instead of sending them again."""
+
+    key: str
+    message_digests: list[str] = []
+    sequence: int = 0
+    tools_digest: str | None = None
+
+    def forget(self) -> None:
+        """After a failed call the workflow cannot know what the worker holds: start over."""
+        self.message_digests = []
+        self.tools_digest = None
+
+
 class ModelRequest(BaseModel):
     """One model call: explicit `messages`, or a `context` delta. `model=None` means the
     worker's configured default model."""

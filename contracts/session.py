@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contracts.agent_input import AgentSettings
 from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
+from contracts.model_io import CachedConversation
 from contracts.usage import TokenUsage
 
 MemoryMode = Literal["answers", "answers_and_tools"]
@@ -116,6 +117,9 @@ class SessionCarry(BaseModel):
     end_reason: str | None = None
     runs: int = 1
     started_at: datetime | None = None
+    conversation: CachedConversation | None = None
+    """What the worker's context cache holds for inline turns (digests, not the messages): the
+    next run's first turn names the remembered messages instead of sending them again."""
 
 
 class SessionInput(BaseModel):

@@ -11,10 +11,13 @@ side. Pure functions: no Temporal, no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from contracts.messages import ChatMessage
+from contracts.model_io import ToolSchema
 
 Piece = tuple[int, int]
 """`(start, end)`: the cached messages `[start:end]`; `(NEW, n)`: the next `n` new messages."""
@@ -22,41 +25,46 @@ Piece = tuple[int, int]
 NEW = -1
 
 
-def message_key(message: ChatMessage) -> tuple[object, ...]:
-    """What makes two messages the same message for the model."""
-    calls = json.dumps([c.model_dump(mode="json") for c in message.tool_calls], sort_keys=True)
-    return (
-        message.role,
-        message.content,
-        message.tool_call_id,
-        message.reasoning_content,
-        message.reasoning_key,
-        calls if message.tool_calls else None,
-    )
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def reuse_pieces(
-    cached: Sequence[ChatMessage], current: Sequence[ChatMessage]
-) -> tuple[list[Piece], list[ChatMessage]]:
-    """`current` as pieces of `cached` and new messages: (pieces, the new messages in order).
+def message_digest(message: ChatMessage) -> str:
+    """What makes two messages the same message for the model, in 16 characters. The workflow
+    keeps these for what the worker's cache holds (and carries them across continue-as-new)
+    instead of the messages themselves."""
+    return _digest(message.model_dump_json())
+
+
+def tools_digest(tools: Sequence[ToolSchema]) -> str:
+    """The same for a tool list (names, descriptions, schemas, in order)."""
+    return _digest(json.dumps([t.model_dump(mode="json") for t in tools], sort_keys=True))
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """A conversation as pieces of a cached one: `pieces`, the messages the cache lacks
+    (`new`, in order), and the digest of every message of the conversation (`digests`)."""
+
+    pieces: list[Piece]
+    new: list[ChatMessage]
+    digests: list[str]
+
+
+def reuse_pieces(cached: Sequence[str], current: Sequence[ChatMessage]) -> Reuse:
+    """`current` as pieces of the cached messages (given by their digests) and new messages.
 
     Each message is taken from the cache when an equal one is there (continuing the previous
     piece when the next cached message is the one needed), otherwise it is new."""
-    where: dict[tuple[object, ...], int] = {}
-    for index, message in enumerate(cached):
-        where.setdefault(message_key(message), index)
-    cached_keys = [message_key(m) for m in cached]
+    where: dict[str, int] = {}
+    for index, digest in enumerate(cached):
+        where.setdefault(digest, index)
     pieces: list[Piece] = []
     new: list[ChatMessage] = []
-    for message in current:
-        key = message_key(message)
+    digests = [message_digest(m) for m in current]
+    for message, key in zip(current, digests, strict=True):
         last = pieces[-1] if pieces else None
-        if (
-            last is not None
-            and last[0] != NEW
-            and last[1] < len(cached)
-            and (cached_keys[last[1]] == key)
-        ):
+        if last is not None and last[0] != NEW and last[1] < len(cached) and cached[last[1]] == key:
             pieces[-1] = (last[0], last[1] + 1)
         elif key in where:
             pieces.append((where[key], where[key] + 1))
@@ -66,7 +74,7 @@ def reuse_pieces(
         else:
             pieces.append((NEW, 1))
             new.append(message)
-    return pieces, new
+    return Reuse(pieces, new, digests)
 
 
 def pieces_length(pieces: Sequence[Piece]) -> int:

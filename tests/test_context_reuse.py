@@ -7,7 +7,7 @@ from __future__ import annotations
 from activities.context_cache import ContextCache
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ContextDelta, ToolSchema
-from loop.context_reuse import NEW, apply_pieces, pieces_length, reuse_pieces
+from loop.context_reuse import NEW, Reuse, apply_pieces, message_digest, pieces_length, reuse_pieces
 
 SYSTEM = ChatMessage.system("You are helpful.")
 
@@ -47,8 +47,17 @@ NEXT = [
 ]
 
 
+def split(
+    cached: list[ChatMessage], current: list[ChatMessage]
+) -> tuple[list[tuple[int, int]], list[ChatMessage]]:
+    """The pieces and new messages of `current` against a cache holding `cached`."""
+    reuse: Reuse = reuse_pieces([message_digest(m) for m in cached], current)
+    assert reuse.digests == [message_digest(m) for m in current]
+    return reuse.pieces, reuse.new
+
+
 def test_a_next_turn_reuses_the_remembered_messages_and_sends_the_rest() -> None:
-    pieces, new = reuse_pieces(PREVIOUS, NEXT)
+    pieces, new = split(PREVIOUS, NEXT)
     assert pieces == [(0, 4), (NEW, 2)]
     assert new == [assistant("answer two"), user("3")]
     assert pieces_length(pieces) == len(NEXT)
@@ -57,7 +66,7 @@ def test_a_next_turn_reuses_the_remembered_messages_and_sends_the_rest() -> None
 
 def test_a_window_that_dropped_the_oldest_turn_reuses_from_the_middle() -> None:
     shifted = [SYSTEM, user("two"), assistant("answer two"), user("3")]
-    pieces, new = reuse_pieces(PREVIOUS, shifted)
+    pieces, new = split(PREVIOUS, shifted)
     assert pieces == [(0, 1), (3, 4), (NEW, 2)]
     assert apply_pieces(PREVIOUS, pieces, new) == shifted
 
@@ -65,13 +74,13 @@ def test_a_window_that_dropped_the_oldest_turn_reuses_from_the_middle() -> None:
 def test_messages_differing_in_any_field_are_not_taken_for_each_other() -> None:
     reasoning = ChatMessage(role="assistant", content="answer one", reasoning_content="hm")
     other_call = calls("c2")
-    pieces, new = reuse_pieces(PREVIOUS, [SYSTEM, reasoning, other_call])
+    pieces, new = split(PREVIOUS, [SYSTEM, reasoning, other_call])
     assert pieces == [(0, 1), (NEW, 2)]
     assert new == [reasoning, other_call]
 
 
 def test_nothing_in_common_sends_everything() -> None:
-    pieces, new = reuse_pieces([], NEXT)
+    pieces, new = split([], NEXT)
     assert (pieces, new) == ([(NEW, len(NEXT))], NEXT)
 
 
@@ -99,7 +108,7 @@ def sent(cache: ContextCache, step: ContextDelta) -> list[ChatMessage] | None:
 
 def test_the_cache_builds_a_turn_from_pieces_and_counts_the_delta() -> None:
     cache = cache_holding(PREVIOUS, sequence=5)
-    pieces, new = reuse_pieces(PREVIOUS, NEXT)
+    pieces, new = split(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
     assert sent(cache, step) == NEXT
     # The next call of the turn appends to what the pieces made.
@@ -109,7 +118,7 @@ def test_the_cache_builds_a_turn_from_pieces_and_counts_the_delta() -> None:
 
 def test_a_retried_call_gets_what_its_delta_made() -> None:
     cache = cache_holding(PREVIOUS, sequence=5)
-    pieces, new = reuse_pieces(PREVIOUS, NEXT)
+    pieces, new = split(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
     assert sent(cache, step) == NEXT
     assert sent(cache, step) == NEXT  # the model failed; the activity is retried
@@ -121,7 +130,7 @@ def test_a_worker_that_missed_a_call_misses_even_when_the_lengths_match() -> Non
     list happens to have the length the delta builds on."""
     stale = [SYSTEM, user("a"), assistant("b"), user("c"), assistant("d"), user("e")]
     cache = cache_holding(stale, sequence=5)
-    pieces, new = reuse_pieces(PREVIOUS, NEXT)
+    pieces, new = split(PREVIOUS, NEXT)
     step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=6)
     assert len(stale) == len(PREVIOUS)
     assert sent(cache, step) is None

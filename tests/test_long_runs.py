@@ -5,6 +5,8 @@ scripted in-memory one."""
 
 from __future__ import annotations
 
+import json
+
 from temporalio.api.enums.v1 import EventType
 
 from contracts.model_io import ModelRequest
@@ -56,6 +58,18 @@ async def test_long_run_continues_as_new_and_keeps_its_state(
     # The model kept seeing the whole conversation across runs.
     last = scripted_agent.model.last_request.messages
     assert len([m for m in last if m.role == "tool"]) == 24
+    # ... and the next run's first call named the carried messages the cache held.
+    attributes = events[-1].workflow_execution_continued_as_new_event_attributes
+    second = scripted_agent.client.get_workflow_handle(
+        handle.id, run_id=attributes.new_execution_run_id
+    )
+    [first_call, *_] = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)
+        async for e in second.fetch_history_events()
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
+    assert first_call["context"]["base_length"] > 0 and first_call["context"]["reuse"]
+    assert scripted_agent.cache.misses == 0
 
 
 async def test_model_activities_carry_only_new_messages(scripted_agent: ScriptedHarness) -> None:

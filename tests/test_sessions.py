@@ -247,3 +247,30 @@ async def test_inline_turns_get_the_whole_conversation_after_a_cache_miss_or_a_f
     ]
     assert [c["base_length"] for c in contexts[-1:]] == [0]  # after the failure: everything
     assert agent.cache.misses == 1
+
+
+async def test_a_continued_session_names_what_the_cache_holds(agent: AgentHarness) -> None:
+    """The session carries what the worker's context cache holds (digests, not messages) across
+    continue-as-new: the next run's first turn sends its new messages only."""
+    agent.fake.set_handler(echo_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(
+        agent.client, session, agent.task_queue, "one", {"continue_as_new_after_events": 30}
+    )
+    texts = ["two", "three", "four"]
+    for text in texts:
+        await handle.execute_update("send", {"text": text}, result_type=TurnResult)
+    status = await handle.query("status", result_type=SessionStatus)
+    assert status.runs > 1
+    latest = agent.client.get_workflow_handle(session)  # the current run
+    contexts = [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
+        async for e in latest.fetch_history_events()
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
+    assert contexts and all(c["base_length"] > 0 for c in contexts)  # nothing sent again
+    first = contexts[0]
+    assert first["reuse"][0][0] == 0  # from the system prompt on, what the cache holds
+    assert len(first["new_messages"]) == 2  # the previous answer and the new message
+    assert history_sent(agent.fake.last_request.body)[-1] == ("user", "four")
+    assert agent.cache.misses == 0

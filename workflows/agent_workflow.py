@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agents import ChildPending
     from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED
     from contracts.messages import ChatMessage
-    from contracts.model_io import ModelReply, ToolSchema
+    from contracts.model_io import CachedConversation, ModelReply, ToolSchema
     from contracts.scratchpad import Scratchpad
     from loop.context_plan import summary_due, with_summary
     from loop.continuation import compact_for_carry
@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.delegation import ChildRequests, signal_parent
     from workflows.human_gate import HumanGate
-    from workflows.model_gateway import CachedConversation, ModelGateway
+    from workflows.model_gateway import ModelGateway, run_conversation
     from workflows.plan_and_execute import PlanRunner
     from workflows.refusals import refuse
     from workflows.run_controls import RunControls
@@ -90,6 +90,7 @@ class AgentWorkflow(RunControls):
         self._children = ChildRequests()
         self._background: set[asyncio.Task[None]] = set()
         self._host: TurnHost | None = None
+        self._cache_entry: CachedConversation | None = None
 
     @classmethod
     def turn_in(cls, host: TurnHost) -> AgentWorkflow:
@@ -158,7 +159,7 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, output)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
-        model = ModelGateway(params, self._log, output, self._conversation())
+        model = ModelGateway(params, self._log, output, self._conversation(params))
         tool_round = ToolRound(
             params,
             run_tools.tools,
@@ -195,15 +196,20 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, None)
         self._gate.add_schemas(run_tools.outside_schemas)
         self._announce(params, run_tools.names)
-        model = ModelGateway(params, self._log, conversation=self._conversation())
+        model = ModelGateway(params, self._log, conversation=self._conversation(params))
         runner = PlanRunner(
             params, self, model, self._gate, self._log, run_tools.schemas, self._children.forget
         )
         return self._finish(await runner.run())
 
-    def _conversation(self) -> CachedConversation | None:
-        """A session's turns share one context-cache entry; a run has its own."""
-        return self._host.conversation if self._host is not None else None
+    def _conversation(self, params: AgentInput) -> CachedConversation:
+        """The worker's context-cache entry the run's model calls build on: a session's turns
+        share the session's; a run has its own, carried across continue-as-new."""
+        if self._host is not None:
+            return self._host.conversation
+        if self._cache_entry is None:
+            self._cache_entry = params.resume_context or run_conversation(across_runs=True)
+        return self._cache_entry
 
     @property
     def pad(self) -> Scratchpad:
@@ -313,7 +319,9 @@ class AgentWorkflow(RunControls):
             info.get_current_history_size(),
             len(carried.messages),
         )
-        workflow.continue_as_new(params.model_copy(update={"resume": carried}))
+        workflow.continue_as_new(
+            params.model_copy(update={"resume": carried, "resume_context": self._cache_entry})
+        )
 
     # -- what people see -----------------------------------------------------------------------
 

@@ -15,7 +15,6 @@ would only hide it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -42,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ChatMessage
     from contracts.model_io import (
         CALL_MODEL_ACTIVITY,
+        CachedConversation,
         ContextDelta,
         ModelReply,
         ModelRequest,
@@ -50,7 +50,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from loop.budgets import NoPrice, cost_of, price_for
     from loop.context_plan import SummaryDue, plan_context
-    from loop.context_reuse import reuse_pieces
+    from loop.context_reuse import message_digest, reuse_pieces, tools_digest
     from loop.context_window import ContextFit, context_messages
     from loop.model_reply import normalize_reply
     from loop.output import OutputSpec, response_format
@@ -105,31 +105,12 @@ def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
     return answer
 
 
-@dataclass
-class CachedConversation:
-    """What the worker's context cache holds under `key`, as far as the workflow knows: the
-    conversation its last successful delta built, how many deltas built it, and which gateway
-    sent them. A run has one; a session shares one among its turns, so a turn's first call
-    names the remembered messages the cache holds instead of sending them again."""
-
-    key: str
-    messages: list[ChatMessage] = field(default_factory=list)
-    sequence: int = 0
-    holder: object | None = None
-    tools: list[ToolSchema] | None = None
-    """The tools the cache holds with the conversation (sent once, then named)."""
-
-    def forget(self) -> None:
-        """After a failed call the workflow cannot know what the worker holds: start over."""
-        self.messages = []
-        self.holder = None
-        self.tools = None
-
-
-def run_conversation() -> CachedConversation:
-    """The cache entry of this workflow run (a continued run starts a new one)."""
+def run_conversation(across_runs: bool = False) -> CachedConversation:
+    """The cache entry of this workflow run, or (`across_runs`) of its whole continue-as-new
+    chain, for a workflow that carries the entry's state to its next run."""
     info = workflow.info()
-    return CachedConversation(key=f"{info.workflow_id}/{info.run_id}")
+    run = info.first_execution_run_id if across_runs else info.run_id
+    return CachedConversation(key=f"{info.workflow_id}/{run}")
 
 
 class ModelGateway:
@@ -151,6 +132,10 @@ class ModelGateway:
         )
         self._log = log
         self._conversation = conversation or run_conversation()
+        self._sent_at: int | None = None
+        """The cache entry's `sequence` after this gateway's last call: while it is still the
+        entry's, the cache holds this gateway's conversation and a delta only appends."""
+        self._tools: tuple[list[ToolSchema], str] | None = None
 
     async def ask(
         self,
@@ -202,7 +187,10 @@ class ModelGateway:
         conversation and the tools once if the cache misses."""
         held = self._conversation
         tools = request.tools
-        base = len(held.messages) if held.holder is self else 0
+        if self._tools is None or self._tools[0] is not tools:
+            self._tools = (tools, tools_digest(tools))
+        own = self._sent_at == held.sequence
+        base = len(held.message_digests) if own else 0
         delta = ContextDelta(
             key=held.key,
             base_length=base,
@@ -213,15 +201,21 @@ class ModelGateway:
             dropped=fit.dropped,
             summary=pad.summary,
             extra=extra,
-            tools_cached=bool(held.messages) and held.tools == tools,
+            tools_cached=bool(held.message_digests) and held.tools_digest == self._tools[1],
         )
         if delta.tools_cached:
             request = request.model_copy(update={"tools": []})
-        if held.holder is not self and held.messages:
-            pieces, new = reuse_pieces(held.messages, pad.messages)
+        digests: list[str] | None = None
+        if not own and held.message_digests:
+            reuse = reuse_pieces(held.message_digests, pad.messages)
             delta = delta.model_copy(
-                update={"base_length": len(held.messages), "new_messages": new, "reuse": pieces}
+                update={
+                    "base_length": len(held.message_digests),
+                    "new_messages": reuse.new,
+                    "reuse": reuse.pieces,
+                }
             )
+            digests = reuse.digests
         try:
             answer = await self._call(request.model_copy(update={"context": delta}))
             if answer is None:  # the worker does not hold the conversation: send it all
@@ -236,11 +230,16 @@ class ModelGateway:
                 answer = await self._call(
                     request.model_copy(update={"context": delta, "tools": tools})
                 )
+                own, base = False, 0
         except BaseException:
             held.forget()
             raise
-        held.messages, held.sequence, held.holder = pad.messages, held.sequence + 1, self
-        held.tools = tools
+        if digests is None:
+            kept = held.message_digests if own else []
+            digests = [*kept[:base], *(message_digest(m) for m in pad.messages[base:])]
+        held.message_digests, held.tools_digest = digests, self._tools[1]
+        held.sequence += 1
+        self._sent_at = held.sequence
         return answer
 
     async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:

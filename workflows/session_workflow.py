@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
     from contracts.errors import INVALID_INPUT, STEER_REFUSED
     from contracts.messages import SteerMessage
+    from contracts.model_io import CachedConversation
     from contracts.session import (
         EndSession,
         MemoryTurn,
@@ -62,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.session_details import idle_details, turn_details
     from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.inline_turn import InlineTurn
-    from workflows.model_gateway import CachedConversation, run_conversation
+    from workflows.model_gateway import run_conversation
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
 
 SESSION_REFUSED = "SessionRefused"
@@ -96,16 +97,16 @@ class SessionWorkflow:
         self._reports: dict[str, TurnReport] = {}
         self._results: dict[str, TurnResult] = {}
         self._turn: InlineTurn | None = None
-        self._conversation_entry: CachedConversation | None = None
 
     # -- what an inline turn needs from its session (`TurnHost`) ---------------------------------
 
     @property
     def conversation(self) -> CachedConversation:
-        """One context-cache entry per session run, shared by its turns."""
-        if self._conversation_entry is None:
-            self._conversation_entry = run_conversation()
-        return self._conversation_entry
+        """One context-cache entry for the whole session, shared by its turns and carried
+        across continue-as-new (`SessionCarry.conversation`)."""
+        if self._carry.conversation is None:
+            self._carry.conversation = run_conversation(across_runs=True)
+        return self._carry.conversation
 
     def pending_changed(self, pending: list[PendingRequest]) -> None:
         self._carry.pending = pending

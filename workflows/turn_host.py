@@ -13,7 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.approvals import PendingRequest
-    from workflows.model_gateway import CachedConversation
+    from contracts.model_io import CachedConversation
 
 
 class TurnHost(Protocol):
