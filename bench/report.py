@@ -83,6 +83,15 @@ def session_rows(result: dict[str, Any]) -> list[Row]:
             and ours["late_bytes_per_turn"] <= 4 * ours["new_text_chars"],
         ),
         Row(
+            f"3 history per turn, mean of turns 1–{ours['turns_done']} (with continue-as-new)",
+            f"{kib(ours['mean_bytes_per_turn'])} ({ours['mean_over_new_text']}x text)",
+            f"{kib(naive['mean_bytes_per_turn'])} (to turn {naive['turns_done']})",
+            ratio_text(naive["mean_bytes_per_turn"], ours["mean_bytes_per_turn"]),
+            f"≤ 4x new text ({kib(4 * ours['new_text_chars'])})",
+            ours["mean_bytes_per_turn"] is not None
+            and ours["mean_bytes_per_turn"] <= 4 * ours["new_text_chars"],
+        ),
+        Row(
             f"3 flat: turns {late[0]}–{late[1]} / 20–40",
             f"{ours['flat_ratio']}x",
             f"{naive['flat_ratio']}x" if naive["flat_ratio"] else "not reached",
