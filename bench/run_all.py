@@ -1,7 +1,7 @@
 """Every performance target of issue 14, ours vs the naive loop, in one run (`make bench`):
 
     python -m bench.run_all [--quick] [--only 1,2,3,4,5] [--out DIR] [--tuning JSON]
-                            [--server-defaults]
+                            [--session JSON] [--server-defaults]
 
 1. per turn: wall and worker CPU of a 20-turn run (1 model call + 2 calculator calls a turn),
    medians of alternating runs (`bench.speed`);
@@ -94,7 +94,7 @@ async def run(args: argparse.Namespace, out: Path) -> list[Row]:
             rows += throughput_rows(result)
         if 3 in only:
             say(f"target 3: a {size['turns']}-turn session of each")
-            result = await session_target(bench, sides, size["turns"])
+            result = await session_target(bench, sides, size["turns"], json.loads(args.session))
             save(out, "3_session_history.json", result)
             chart(result, out / "history_per_turn.png")
             rows += session_rows(result)
@@ -128,12 +128,19 @@ async def replay_target(
     return result
 
 
-async def session_target(bench: Bench, sides: list[Side], turns: int) -> dict[str, Any]:
+async def session_target(
+    bench: Bench, sides: list[Side], turns: int, session_input: dict[str, Any]
+) -> dict[str, Any]:
     samples = [30, turns - 10]
     result: dict[str, Any] = {}
     for side in sides:
         result[side.kind] = await session_history.measure(
-            bench.client, side.kind, side.queue, turns, samples
+            bench.client,
+            side.kind,
+            side.queue,
+            turns,
+            samples,
+            {**session_history.OURS_SESSION, **session_input},
         )
     return result
 
@@ -144,6 +151,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", default="1,2,3,4,5", help="targets to run, e.g. 1,3")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--tuning", default="{}", help="WorkerTuning fields for ours, as JSON")
+    parser.add_argument(
+        "--session",
+        default="{}",
+        help='target 3: SessionWorkflow input fields for ours, as JSON (e.g. {"turns": "child"})',
+    )
     parser.add_argument(
         "--server-defaults",
         action="store_true",

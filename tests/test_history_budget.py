@@ -122,3 +122,30 @@ async def test_a_session_turn_records_what_it_is_pinned_to(agent: AgentHarness) 
     assert previous == SESSION_PREVIOUS_MESSAGE
     assert len(events) <= SESSION_TURN_EVENTS + EVENT_SLACK, Counter(event_labels(events))
     assert size(events) <= SESSION_TURN_BYTES * HEADROOM, size(events)
+
+
+async def test_a_child_turn_records_its_tool_output_twice_too(agent: AgentHarness) -> None:
+    """`turns: child`: the tool's result and the next model call hold the output; the turn's
+    report, its run's result and the `send` result carry it shortened."""
+    agent.fake.set_handler(bench_model)
+    session_id = f"budget-child-{uuid.uuid4().hex[:8]}"
+    handle = await agent.client.start_workflow(
+        "SessionWorkflow",
+        {"agent": {"tools": ["fixed_output"]}, "turns": "child"},
+        id=session_id,
+        task_queue=agent.task_queue,
+    )
+    result = await handle.execute_update("send", {"text": user_message(1)}, result_type=TurnResult)
+    assert result.workflow_id == f"{session_id}/turn-1"
+    child = agent.client.get_workflow_handle(result.workflow_id)
+    await child.result()
+    await handle.signal("end")
+    await handle.result()
+    copies: Counter[str] = Counter()
+    for label, workflow in (("session", handle), ("turn run", child)):
+        events = list((await workflow.fetch_history()).events)
+        copies += full_copies(events, fixed_text(1, TOOL_CHARS), f"{label}: ")
+    assert dict(copies) == {
+        "turn run: ActivityTaskCompleted fixed_output": 1,
+        "turn run: ActivityTaskScheduled call_model": 1,
+    }

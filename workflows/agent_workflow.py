@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import CachedConversation, ModelReply, ToolSchema
     from contracts.scratchpad import Scratchpad
     from loop.context_plan import summary_due, with_summary
-    from loop.continuation import compact_for_carry
+    from loop.continuation import compact_for_carry, compact_steps
     from loop.input_validation import InvalidAgentInput, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import read_reply
@@ -137,6 +137,10 @@ class AgentWorkflow(RunControls):
             await self._report(params, error=TurnCancelled("the turn was cancelled"))
             raise
         await self._report(params, result=result)
+        if params.session is not None:
+            # A session's turn: its session keeps the answer; each tool output is in its
+            # activity's result already, and a full copy in the run's result adds two more.
+            result = result.model_copy(update={"steps": compact_steps(result.steps, 0)})
         return result
 
     async def _report(
