@@ -18,7 +18,7 @@ from workflows.session_workflow import SessionWorkflow
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 EXPECTED = {
     "approval", "approval_timeout", "cancellation", "continue_as_new", "local_tools",
-    "parallel_tools", "session", "simple",
+    "parallel_tools", "session", "session_inline", "simple",
 }  # fmt: skip
 
 

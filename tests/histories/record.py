@@ -165,14 +165,44 @@ async def continue_as_new(client: Client, queue: str, model: fake.FakeOpenAIServ
 
 
 async def session(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A session with a child run per turn (recorded before inline turns, which replays through
+    the `inline-session-turns` patch; `turns: child` keeps it so when re-recorded)."""
     model.set_handler(echo_model)
     session_id = WORKFLOW_ID
     _, handle = await send_with_start(
-        client, session_id, queue, "hello", {"continue_as_new_after_events": 30}
+        client, session_id, queue, "hello", {"continue_as_new_after_events": 30, "turns": "child"}
     )
     for index in range(4):
         await handle.signal("send", {"text": f"m{index}"})
     await wait_status(handle, lambda s: s.turns == 5 and s.state == "idle")
+    await handle.signal("end", {"reason": "recorded"})
+    await handle.result()
+    return client.get_workflow_handle(session_id, run_id=handle.first_execution_run_id)
+
+
+async def session_inline(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A session whose turns run inside its history: a tool call, an approval answered at the
+    session (`decide`), queued messages, then continue-as-new between turns."""
+
+    def reply(body: dict[str, Any]) -> Any:
+        last = body["messages"][-1]
+        if last["role"] == "user" and last["content"] == "save it":
+            return fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}))
+        if last["role"] == "user" and last["content"] == "add":
+            return fake.tool_calls(fake.call("calculator", {"expression": "2+3"}))
+        return echo_model(body)
+
+    model.set_handler(reply)
+    session_id = WORKFLOW_ID
+    _, handle = await send_with_start(
+        client, session_id, queue, "add", {"continue_as_new_after_events": 40}
+    )
+    await handle.signal("send", {"text": "save it"})
+    [request] = (await wait_status(handle, lambda s: len(s.pending) == 1)).pending
+    await handle.execute_update("decide", {"call_id": request.call_id, "decision": "approve"})
+    for index in range(4):
+        await handle.signal("send", {"text": f"m{index}"})
+    await wait_status(handle, lambda s: s.turns == 6 and s.state == "idle" and s.runs > 1)
     await handle.signal("end", {"reason": "recorded"})
     await handle.result()
     return client.get_workflow_handle(session_id, run_id=handle.first_execution_run_id)
@@ -187,6 +217,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cancellation": cancellation,
     "continue_as_new": continue_as_new,
     "session": session,
+    "session_inline": session_inline,
 }
 
 
