@@ -2,18 +2,27 @@
 
 The cache is an optimisation, never the source of truth: the workflow's history holds every
 message (in the activities that produced them and in the deltas), and on a miss the workflow
-resends the whole conversation. Bounded by conversations and characters, least recently used
-first out.
+resends the whole conversation. A delta says what it builds on and the digest of what it makes
+(`ContextDelta`); the cache sends the model that conversation or answers a miss, so a stale
+entry (another worker ran later calls, a call failed midway, the run was reset) can cost a
+resend but never a wrong conversation. Bounded by conversations and characters, least recently
+used first out.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contracts.messages import ChatMessage
 from contracts.model_io import ContextDelta, ToolSchema
-from loop.context_reuse import apply_pieces, pieces_length
+from loop.context_reuse import (
+    NEW,
+    apply_pieces,
+    conversation_digest,
+    message_digest,
+    tools_digest,
+)
 from loop.context_window import ContextFit, context_messages
 
 
@@ -29,17 +38,26 @@ class Resolved:
     tools: list[ToolSchema]
 
 
-class ContextCache:
-    """Conversations by key (`workflow id/run id`), least recently used evicted first.
+@dataclass
+class Entry:
+    """One conversation: its messages with their digests, and the tools sent with it."""
 
-    Each entry also holds how many deltas built it (`ContextDelta.sequence`), when the workflow
-    counts them: a delta applies only to the entry it was computed against."""
+    messages: list[ChatMessage]
+    digests: list[str]
+    tools: list[ToolSchema] = field(default_factory=list)
+    tools_digest: str = ""
+
+    @property
+    def digest(self) -> str:
+        return conversation_digest(self.digests)
+
+
+class ContextCache:
+    """Conversations by key (`workflow id/first run id`), least recently used evicted first."""
 
     def __init__(self, max_conversations: int = 500, max_chars: int = 200_000_000) -> None:
-        self._entries: OrderedDict[str, list[ChatMessage]] = OrderedDict()
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._chars: dict[str, int] = {}
-        self._sequence: dict[str, int | None] = {}
-        self._tools: dict[str, list[ToolSchema]] = {}
         self._max_conversations = max_conversations
         self._max_chars = max_chars
         self.misses = 0
@@ -49,59 +67,83 @@ class ContextCache:
     ) -> Resolved | None:
         """The messages (and tools) to send for `delta`, or None when this worker does not hold
         what the delta builds on (a miss)."""
-        full = self._conversation(delta)
-        held_tools = self._tools.get(delta.key) if delta.tools_cached else (tools or [])
-        if full is None or held_tools is None:
+        entry = self._entry(delta, tools or [])
+        if entry is None:
             self.misses += 1
             return None
-        self._store(delta.key, full, None if delta.sequence is None else delta.sequence + 1)
-        self._tools[delta.key] = held_tools
+        self._store(delta.key, entry)
         fit = ContextFit(kept_from=delta.kept_from, estimated_tokens=0, dropped=delta.dropped)
-        sent = context_messages(full, fit, delta.summary, prompt_index=delta.prompt_index)
-        return Resolved([*sent, *delta.extra], held_tools)
+        sent = context_messages(entry.messages, fit, delta.summary, prompt_index=delta.prompt_index)
+        return Resolved([*sent, *delta.extra], entry.tools)
 
-    def _conversation(self, delta: ContextDelta) -> list[ChatMessage] | None:
-        """The whole conversation `delta` describes, if this worker holds what it builds on."""
+    def _entry(self, delta: ContextDelta, tools: list[ToolSchema]) -> Entry | None:
+        """The conversation `delta` makes, if this worker holds what it builds on."""
         cached = self._entries.get(delta.key)
-        new = delta.new_messages
-        if delta.base_length == 0 and delta.reuse is None:
-            return list(new)
-        if cached is None:
+        if delta.held is None:
+            appended = _legacy(cached, delta)
+            return None if appended is None else Entry(appended, [], tools)
+        if cached is not None and cached.digest == delta.result_digest:
+            made: Entry | None = cached  # a retry of a call this worker applied already
+        else:
+            made = _build(cached, delta)
+        if made is None or made.digest != delta.result_digest:
             return None
-        held = self._sequence.get(delta.key)
-        if delta.sequence is not None and held == delta.sequence + 1:
-            # A retry of a call whose delta this worker applied already (the model failed, or
-            # the next model is tried): the entry is what the delta made.
-            return cached if self._made_by(cached, delta) else None
-        if held != delta.sequence:
+        entry = made
+        if not delta.tools_cached:
+            return Entry(entry.messages, entry.digests, tools, tools_digest(tools))
+        if cached is None or cached.tools_digest != delta.tools_digest:
             return None
-        if len(cached) == delta.base_length:
-            if delta.reuse is None:
-                return [*cached, *new]
-            return apply_pieces(cached, delta.reuse, new)
-        if delta.sequence is None and self._made_by(cached, delta):
-            return cached  # a retry (a workflow that does not count its deltas)
-        return None
+        return Entry(entry.messages, entry.digests, cached.tools, cached.tools_digest)
 
-    @staticmethod
-    def _made_by(cached: list[ChatMessage], delta: ContextDelta) -> bool:
-        new = delta.new_messages
-        if delta.reuse is not None:
-            return len(cached) == pieces_length(delta.reuse)
-        return len(cached) == delta.base_length + len(new) and cached[delta.base_length :] == new
-
-    def _store(self, key: str, messages: list[ChatMessage], sequence: int | None) -> None:
-        self._entries[key] = messages
-        self._sequence[key] = sequence
+    def _store(self, key: str, entry: Entry) -> None:
+        self._entries[key] = entry
         self._entries.move_to_end(key)
-        self._chars[key] = _chars(messages)
+        self._chars[key] = _chars(entry.messages)
         while len(self._entries) > self._max_conversations or (
             len(self._entries) > 1 and sum(self._chars.values()) > self._max_chars
         ):
             oldest, _ = self._entries.popitem(last=False)
             self._chars.pop(oldest, None)
-            self._sequence.pop(oldest, None)
-            self._tools.pop(oldest, None)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _build(cached: Entry | None, delta: ContextDelta) -> Entry | None:
+    """Apply `delta` to the `held` messages of `cached` (none: a whole conversation)."""
+    new = delta.new_messages
+    new_digests = [message_digest(m) for m in new]
+    if delta.held == 0 and delta.reuse is None:
+        return Entry(list(new), new_digests)
+    if cached is None or len(cached.messages) != delta.held:
+        return None
+    if delta.reuse is None:
+        return Entry([*cached.messages, *new], [*cached.digests, *new_digests])
+    messages = apply_pieces(cached.messages, delta.reuse, new)
+    if messages is None:
+        return None
+    digests: list[str] = []
+    taken = 0
+    for start, end in delta.reuse:
+        if start == NEW:
+            digests += new_digests[taken : taken + end]
+            taken += end
+        else:
+            digests += cached.digests[start:end]
+    return Entry(messages, digests)
+
+
+def _legacy(cached: Entry | None, delta: ContextDelta) -> list[ChatMessage] | None:
+    """A delta from a workflow that predates `held` (a run still in flight): `base_length`
+    cached messages and the new ones appended; a retry finds them appended already."""
+    new = delta.new_messages
+    if delta.base_length == 0:
+        return list(new)
+    if cached is None:
+        return None
+    held = cached.messages
+    if len(held) == delta.base_length:
+        return [*held, *new]
+    if len(held) == delta.base_length + len(new) and held[delta.base_length :] == new:
+        return held
+    return None

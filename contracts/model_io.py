@@ -25,32 +25,38 @@ class ToolSchema(BaseModel):
 
 
 class ContextDelta(BaseModel):
-    """The conversation as a delta: the messages added since this run's previous model call,
-    and how to lay out the context to send (see `loop.context_window.context_messages`).
+    """The conversation as a delta: what the worker's context cache lacks, and how to lay out
+    the context to send (see `loop.context_window.context_messages`).
 
-    The worker keeps each run's messages in a cache keyed by `key`, so a model activity's input
-    (and so the history) grows by the new messages only, not by the whole conversation. If the
-    worker does not hold exactly `base_length` messages for `key` (it restarted, or another
-    worker ran the previous call), the activity answers `context_cache_miss` and the workflow
-    sends the whole list once (`base_length=0`).
+    The worker keeps each run's messages (and tools) in a cache keyed by `key`, so a model
+    activity's input (and so the history) grows by the new messages only, not by the whole
+    conversation. A delta names what it builds on: the first `held` cached messages, extended
+    by `new_messages`, or (`reuse`) pieces of them and the new messages in another order (a
+    session's next turn: the remembered turns, then the new message; see `loop.context_reuse`).
+    `result_digest` is the digest of the conversation it makes: the worker sends the model
+    exactly that conversation or nothing. When it does not hold what the delta builds on (it
+    restarted, another worker ran a call, a call failed midway), it answers `context_cache_miss`
+    and the workflow sends the whole conversation once (`held=0`).
 
-    A conversation that repeats another held under the same key in another order (a session's
-    next turn: the remembered turns, then the new message) names the cached messages it reuses
-    in `reuse` (see `loop.context_reuse`). `sequence` counts the deltas the workflow has had
-    applied under `key` before this one; the worker holds it with the messages, so a worker that
-    missed a later call (another worker answered it) is never taken to hold the current list.
+    `base_length` is what workers before `held` read: -1 on a delta only a current worker can
+    apply, so an older worker misses and gets the whole conversation during a rolling deploy.
     """
 
     key: str
     base_length: int
     new_messages: list[ChatMessage]
-    sequence: int | None = none_omitted()
+    held: int | None = none_omitted()
+    """How many cached messages the delta builds on (0: it carries the whole conversation)."""
+    result_digest: str | None = none_omitted()
+    """`loop.context_reuse.conversation_digest` of the conversation the delta makes."""
     reuse: list[tuple[int, int]] | None = none_omitted()
-    """The messages are these pieces: `(start, end)` of the `base_length` cached ones, `(-1, n)`
-    the next `n` of `new_messages`. Unset: the cached messages, then `new_messages`."""
+    """The messages are these pieces: `(start, end)` of the `held` cached ones, `(-1, n)` the
+    next `n` of `new_messages`. Unset: the cached messages, then `new_messages`."""
     tools_cached: bool = false_omitted()
     """The request's `tools` are left out: they are the ones the cache holds under `key` (sent
-    by an earlier call). A tool list is as long as a few messages, and the same on every call."""
+    by an earlier call), whose digest is `tools_digest`. A tool list is as long as a few
+    messages, and the same on every call."""
+    tools_digest: str | None = none_omitted()
     prompt_index: int = 1
     kept_from: int = 1
     dropped: int = 0
@@ -59,22 +65,28 @@ class ContextDelta(BaseModel):
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
 
 
+LEGACY_MISS = -1
+"""`ContextDelta.base_length` of a delta that workers before `held` must not apply."""
+
+
 class CachedConversation(BaseModel):
     """What the worker's context cache holds under `key`, as far as the workflow knows: a digest
-    of each message the last successful delta built (`loop.context_reuse.message_digest`), how
-    many deltas built it (`sequence`), and a digest of the tools it holds. A run keeps one; a
+    of each message the last successful delta built (`loop.context_reuse.message_digest`), and
+    a digest of the tools it holds. A run keeps one; a
     session's turns share one, and the session carries it across continue-as-new, so the next
     run's first call names the messages the cache holds instead of sending them again."""
 
     key: str
     message_digests: list[str] = []
     sequence: int = 0
+    """Calls that built it (or failed): a gateway that made the last one may just append."""
     tools_digest: str | None = None
 
     def forget(self) -> None:
         """After a failed call the workflow cannot know what the worker holds: start over."""
         self.message_digests = []
         self.tools_digest = None
+        self.sequence += 1
 
 
 class ModelRequest(BaseModel):

@@ -36,6 +36,12 @@ def message_digest(message: ChatMessage) -> str:
     return _digest(message.model_dump_json())
 
 
+def conversation_digest(message_digests: Sequence[str]) -> str:
+    """A whole conversation's digest, from its messages' digests: what a delta makes, checked
+    by the worker before it sends anything to the model."""
+    return _digest("".join(message_digests))
+
+
 def tools_digest(tools: Sequence[ToolSchema]) -> str:
     """The same for a tool list (names, descriptions, schemas, in order)."""
     return _digest(json.dumps([t.model_dump(mode="json") for t in tools], sort_keys=True))

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 from activities.context_cache import ContextCache
 from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ContextDelta, ToolSchema
-from loop.context_reuse import NEW, Reuse, apply_pieces, message_digest, pieces_length, reuse_pieces
+from contracts.model_io import LEGACY_MISS, ContextDelta, ToolSchema
+from loop.context_reuse import (
+    NEW,
+    Reuse,
+    apply_pieces,
+    conversation_digest,
+    message_digest,
+    pieces_length,
+    reuse_pieces,
+    tools_digest,
+)
 
 SYSTEM = ChatMessage.system("You are helpful.")
 
@@ -91,14 +100,37 @@ def test_pieces_that_do_not_fit_are_refused() -> None:
     assert apply_pieces(PREVIOUS, [(3, 2)], []) is None  # an empty or reversed span
 
 
-def delta(**fields: object) -> ContextDelta:
-    return ContextDelta(key="k", **fields)
+def digest(messages: list[ChatMessage]) -> str:
+    return conversation_digest([message_digest(m) for m in messages])
 
 
-def cache_holding(messages: list[ChatMessage], sequence: int) -> ContextCache:
-    cache = ContextCache()
-    assert cache.resolve(delta(base_length=0, new_messages=messages, sequence=sequence - 1))
-    return cache
+def whole(messages: list[ChatMessage]) -> ContextDelta:
+    """A delta that carries the whole conversation."""
+    return ContextDelta(
+        key="k", base_length=0, held=0, new_messages=messages, result_digest=digest(messages)
+    )
+
+
+def appended(held: list[ChatMessage], new: list[ChatMessage]) -> ContextDelta:
+    return ContextDelta(
+        key="k",
+        base_length=LEGACY_MISS,
+        held=len(held),
+        new_messages=new,
+        result_digest=digest([*held, *new]),
+    )
+
+
+def reused(cached: list[ChatMessage], current: list[ChatMessage]) -> ContextDelta:
+    pieces, new = split(cached, current)
+    return ContextDelta(
+        key="k",
+        base_length=LEGACY_MISS,
+        held=len(cached),
+        new_messages=new,
+        reuse=pieces,
+        result_digest=digest(current),
+    )
 
 
 def sent(cache: ContextCache, step: ContextDelta) -> list[ChatMessage] | None:
@@ -106,54 +138,72 @@ def sent(cache: ContextCache, step: ContextDelta) -> list[ChatMessage] | None:
     return None if resolved is None else resolved.messages
 
 
-def test_the_cache_builds_a_turn_from_pieces_and_counts_the_delta() -> None:
-    cache = cache_holding(PREVIOUS, sequence=5)
-    pieces, new = split(PREVIOUS, NEXT)
-    step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
-    assert sent(cache, step) == NEXT
-    # The next call of the turn appends to what the pieces made.
-    more = delta(base_length=len(NEXT), new_messages=[calls("c3")], sequence=6)
-    assert sent(cache, more) == [*NEXT, calls("c3")]
+def cache_holding(messages: list[ChatMessage]) -> ContextCache:
+    cache = ContextCache()
+    assert sent(cache, whole(messages)) == messages
+    return cache
+
+
+def test_the_cache_builds_a_turn_from_pieces_then_appends() -> None:
+    cache = cache_holding(PREVIOUS)
+    assert sent(cache, reused(PREVIOUS, NEXT)) == NEXT
+    assert sent(cache, appended(NEXT, [calls("c3")])) == [*NEXT, calls("c3")]
+    assert cache.misses == 0
 
 
 def test_a_retried_call_gets_what_its_delta_made() -> None:
-    cache = cache_holding(PREVIOUS, sequence=5)
-    pieces, new = split(PREVIOUS, NEXT)
-    step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=5)
+    cache = cache_holding(PREVIOUS)
+    step = reused(PREVIOUS, NEXT)
     assert sent(cache, step) == NEXT
     assert sent(cache, step) == NEXT  # the model failed; the activity is retried
     assert cache.misses == 0
 
 
-def test_a_worker_that_missed_a_call_misses_even_when_the_lengths_match() -> None:
-    """Another worker answered sequence 5; this one still holds what sequence 4 made, and its
-    list happens to have the length the delta builds on."""
-    stale = [SYSTEM, user("a"), assistant("b"), user("c"), assistant("d"), user("e")]
-    cache = cache_holding(stale, sequence=5)
-    pieces, new = split(PREVIOUS, NEXT)
-    step = delta(base_length=len(PREVIOUS), new_messages=new, reuse=pieces, sequence=6)
-    assert len(stale) == len(PREVIOUS)
-    assert sent(cache, step) is None
-    assert cache.misses == 1
+def test_a_stale_entry_of_the_same_length_misses_instead_of_building_a_wrong_conversation() -> None:
+    """Worker A applied a call that then failed; the workflow sent the next conversation whole
+    to worker B, and B's next delta comes back to A. Same key, same length: A misses."""
+    a, b = ContextCache(), ContextCache()
+    failed = [SYSTEM, user("old memory"), assistant("old answer"), user("turn N")]
+    assert sent(a, whole(failed)) == failed
+    current = [SYSTEM, user("turn N"), assistant("[note: did not complete]"), user("turn N+1")]
+    assert sent(b, whole(current)) == current
+    step = appended(current, [calls("c1"), ChatMessage.tool_result("c1", "1")])
+    assert len(failed) == len(current)
+    assert sent(a, step) is None
+    assert sent(b, step) == [*current, calls("c1"), ChatMessage.tool_result("c1", "1")]
+    assert sent(a, reused(current, [*current, user("more")])) is None  # pieces of B's list
+    assert sent(a, reused(current, [SYSTEM, user("x")])) == [SYSTEM, user("x")]  # same content
+    assert a.misses == 2
 
 
-def test_a_delta_without_a_sequence_is_taken_as_before() -> None:
+def test_workers_that_predate_held_miss_the_deltas_they_cannot_apply() -> None:
+    """A worker before `held` reads `base_length` only: -1 never matches its cache, so it
+    answers a miss and gets the whole conversation, during a rolling deploy."""
+    cache = cache_holding(PREVIOUS)
+    legacy_view = ContextDelta(key="k", base_length=LEGACY_MISS, new_messages=[user("x")])
+    assert sent(cache, legacy_view) is None
+
+
+def test_a_delta_from_a_run_that_predates_held_is_taken_as_before() -> None:
     cache = ContextCache()
-    assert cache.resolve(delta(base_length=0, new_messages=[SYSTEM, user("q")]))
-    step = delta(base_length=2, new_messages=[assistant("a")])
+    assert sent(cache, ContextDelta(key="k", base_length=0, new_messages=[SYSTEM, user("q")]))
+    step = ContextDelta(key="k", base_length=2, new_messages=[assistant("a")])
     assert sent(cache, step) == [SYSTEM, user("q"), assistant("a")]
     assert sent(cache, step) == [SYSTEM, user("q"), assistant("a")]  # a retry
-    assert sent(cache, delta(base_length=7, new_messages=[user("x")])) is None
+    assert sent(cache, ContextDelta(key="k", base_length=7, new_messages=[user("x")])) is None
 
 
 def test_tools_are_sent_once_then_named() -> None:
     calculator = ToolSchema(name="calculator", description="Evaluates.", parameters={})
     cache = ContextCache()
-    first = cache.resolve(delta(base_length=0, new_messages=[SYSTEM], sequence=0), [calculator])
+    first = cache.resolve(whole([SYSTEM]), [calculator])
     assert first is not None and first.tools == [calculator]
-    named = delta(base_length=1, new_messages=[user("q")], sequence=1, tools_cached=True)
+    named = appended([SYSTEM], [user("q")]).model_copy(
+        update={"tools_cached": True, "tools_digest": tools_digest([calculator])}
+    )
     again = cache.resolve(named, [])
     assert again is not None and again.tools == [calculator]
-    assert "tools_cached" not in delta(base_length=0, new_messages=[]).model_dump()
-    elsewhere = ContextCache()  # another worker: it holds neither the messages nor the tools
-    assert elsewhere.resolve(named, []) is None
+    assert "tools_cached" not in whole([]).model_dump()
+    other = named.model_copy(update={"tools_digest": tools_digest([])})
+    assert cache.resolve(other, []) is None  # the cache holds other tools
+    assert ContextCache().resolve(named, []) is None  # another worker holds nothing

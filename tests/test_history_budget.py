@@ -36,7 +36,7 @@ EVENT_SLACK = 6
 """Workflow tasks can batch a signal with what follows it or not, depending on timing."""
 
 ONE_SHOT_EVENTS = 24
-ONE_SHOT_BYTES = 12_800
+ONE_SHOT_BYTES = 12_900
 ONE_SHOT_OBSERVATION = {
     "ActivityTaskCompleted fixed_output": 1,  # the tool's result
     "ActivityTaskScheduled call_model": 1,  # the next model call's delta (the tool message)
@@ -45,7 +45,7 @@ ONE_SHOT_OBSERVATION = {
 
 SESSION_TURN = 3  # two earlier turns in memory
 SESSION_TURN_EVENTS = 20
-SESSION_TURN_BYTES = 13_500
+SESSION_TURN_BYTES = 13_600
 SESSION_OBSERVATION = {
     "ActivityTaskCompleted fixed_output": 1,  # the tool's result
     "ActivityTaskScheduled call_model": 1,  # the next model call's delta (the tool message)

@@ -68,7 +68,7 @@ async def test_long_run_continues_as_new_and_keeps_its_state(
         async for e in second.fetch_history_events()
         if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     ]
-    assert first_call["context"]["base_length"] > 0 and first_call["context"]["reuse"]
+    assert first_call["context"]["held"] > 0 and first_call["context"]["reuse"]
     assert scripted_agent.cache.misses == 0
 
 

@@ -245,7 +245,7 @@ async def test_inline_turns_get_the_whole_conversation_after_a_cache_miss_or_a_f
         async for e in handle.fetch_history_events()
         if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     ]
-    assert [c["base_length"] for c in contexts[-1:]] == [0]  # after the failure: everything
+    assert [c["held"] for c in contexts[-1:]] == [0]  # after the failure: everything
     assert agent.cache.misses == 1
 
 
@@ -268,9 +268,31 @@ async def test_a_continued_session_names_what_the_cache_holds(agent: AgentHarnes
         async for e in latest.fetch_history_events()
         if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     ]
-    assert contexts and all(c["base_length"] > 0 for c in contexts)  # nothing sent again
+    assert contexts and all(c["held"] > 0 for c in contexts)  # nothing sent again
     first = contexts[0]
     assert first["reuse"][0][0] == 0  # from the system prompt on, what the cache holds
     assert len(first["new_messages"]) == 2  # the previous answer and the new message
     assert history_sent(agent.fake.last_request.body)[-1] == ("user", "four")
     assert agent.cache.misses == 0
+
+
+async def test_a_late_report_from_an_earlier_turns_sub_agent_is_dropped(
+    agent: AgentHarness,
+) -> None:
+    agent.fake.set_handler(save_it_model)
+    session = f"session-{uuid.uuid4()}"
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "hello")
+    await handle.signal("send", {"text": "save it"})
+    [request] = (await wait_status(handle, lambda s: len(s.pending) == 1)).pending
+    stale = {
+        "call_key": "researcher-c1",
+        "workflow_id": f"{session}/turn-1/researcher-c1",  # turn 1 ended; turn 2 runs
+        "pending": [request.model_dump(mode="json")],
+    }
+    await handle.signal("child_pending", stale)
+    await handle.execute_update("steer", {"text": "go on"})  # handled after the signal
+    status = await handle.query("status", result_type=SessionStatus)
+    assert [p.call_id for p in status.pending] == [request.call_id]  # not "researcher-c1/..."
+    await handle.signal("approve", {"call_id": "*"})
+    await wait_status(handle, lambda s: s.turns == 2 and s.state == "idle")
+    assert (agent.workspace / "s.txt").read_text() == "s"

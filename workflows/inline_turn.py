@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import is_cancelled_exception
+from temporalio.exceptions import FailureError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
@@ -24,17 +24,20 @@ with workflow.unsafe.imports_passed_through():
 
 
 class InlineTurn:
-    """Runs one turn as a task of the session workflow; `report` is set when it has ended."""
+    """Runs one turn as a task of the session workflow; `report()` once it has ended."""
 
     def __init__(self, host: TurnHost, agent_input: AgentInput) -> None:
         self.agent = AgentWorkflow.turn_in(host)
         """The turn's loop: the session forwards people's signals and updates to it."""
-        self.report: TurnReport | None = None
+        session = agent_input.session
+        assert session is not None and session.scope is not None
+        self.scope = session.scope
+        """`<session>/turn-<n>`: the turn's sub-agent runs' ids start with it."""
         self._task = asyncio.create_task(self._run(agent_input))
 
     @property
     def done(self) -> bool:
-        return self.report is not None
+        return self._task.done()
 
     def cancel(self) -> None:
         """Cancel the turn (its activities and child runs are cancelled and awaited); it ends
@@ -45,14 +48,20 @@ class InlineTurn:
         """Until the turn has ended (after `cancel`: until its cancellation is complete)."""
         await asyncio.wait({self._task})
 
-    async def _run(self, agent_input: AgentInput) -> None:
+    def report(self) -> TurnReport:
+        """How the ended turn went. What would fail a run's *workflow task* (a bug in workflow
+        code, nondeterminism) is raised here instead, in the session's main task, so the session
+        waits for a fixed worker as a run would, rather than recording a failed turn."""
+        return self._task.result()
+
+    async def _run(self, agent_input: AgentInput) -> TurnReport:
         link = agent_input.session
         assert link is not None
         try:
             result = await self.agent.run(agent_input.model_dump(mode="json"))
-        except (Exception, asyncio.CancelledError) as error:
+        except (FailureError, asyncio.CancelledError) as error:  # what ends a run
+            reason: BaseException = error
             if is_cancelled_exception(error):
-                error = TurnCancelled("the turn was cancelled")
-            self.report = turn_report(link, result=None, error=error, usage=self.agent.pad.usage)
-            return
-        self.report = turn_report(link, result=result, error=None, usage=result.usage)
+                reason = TurnCancelled("the turn was cancelled")
+            return turn_report(link, result=None, error=reason, usage=self.agent.pad.usage)
+        return turn_report(link, result=result, error=None, usage=result.usage)

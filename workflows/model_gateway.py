@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ChatMessage
     from contracts.model_io import (
         CALL_MODEL_ACTIVITY,
+        LEGACY_MISS,
         CachedConversation,
         ContextDelta,
         ModelReply,
@@ -50,7 +51,12 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from loop.budgets import NoPrice, cost_of, price_for
     from loop.context_plan import SummaryDue, plan_context
-    from loop.context_reuse import message_digest, reuse_pieces, tools_digest
+    from loop.context_reuse import (
+        conversation_digest,
+        message_digest,
+        reuse_pieces,
+        tools_digest,
+    )
     from loop.context_window import ContextFit, context_messages
     from loop.model_reply import normalize_reply
     from loop.output import OutputSpec, response_format
@@ -189,54 +195,52 @@ class ModelGateway:
         tools = request.tools
         if self._tools is None or self._tools[0] is not tools:
             self._tools = (tools, tools_digest(tools))
-        own = self._sent_at == held.sequence
-        base = len(held.message_digests) if own else 0
+        own = self._sent_at == held.sequence and bool(held.message_digests)
         delta = ContextDelta(
             key=held.key,
-            base_length=base,
-            new_messages=pad.messages[base:],
-            sequence=held.sequence,
+            base_length=0,
+            held=0,
+            new_messages=pad.messages,
             prompt_index=pad.prompt_index,
             kept_from=fit.kept_from,
             dropped=fit.dropped,
             summary=pad.summary,
             extra=extra,
-            tools_cached=bool(held.message_digests) and held.tools_digest == self._tools[1],
         )
-        if delta.tools_cached:
-            request = request.model_copy(update={"tools": []})
-        digests: list[str] | None = None
-        if not own and held.message_digests:
+        whole = delta
+        if own:  # the cache holds this gateway's conversation: append to it
+            base = len(held.message_digests)
+            new = pad.messages[base:]
+            digests = [*held.message_digests, *(message_digest(m) for m in new)]
+            delta = delta.model_copy(update={"held": base, "new_messages": new})
+        elif held.message_digests:  # another's (a session's last turn, the run continued)
             reuse = reuse_pieces(held.message_digests, pad.messages)
+            digests = reuse.digests
             delta = delta.model_copy(
                 update={
-                    "base_length": len(held.message_digests),
+                    "held": len(held.message_digests),
                     "new_messages": reuse.new,
                     "reuse": reuse.pieces,
                 }
             )
-            digests = reuse.digests
+        else:
+            digests = [message_digest(m) for m in pad.messages]
+        result = conversation_digest(digests)
+        whole = whole.model_copy(update={"result_digest": result})
+        delta = delta.model_copy(update={"result_digest": result})
+        if delta.held:  # workers that predate `held` must miss, not append
+            delta = delta.model_copy(update={"base_length": LEGACY_MISS})
+        asked = request
+        if held.message_digests and held.tools_digest == self._tools[1]:
+            delta = delta.model_copy(update={"tools_cached": True, "tools_digest": self._tools[1]})
+            asked = request.model_copy(update={"tools": []})
         try:
-            answer = await self._call(request.model_copy(update={"context": delta}))
-            if answer is None:  # the worker does not hold the conversation: send it all
-                delta = delta.model_copy(
-                    update={
-                        "base_length": 0,
-                        "new_messages": pad.messages,
-                        "reuse": None,
-                        "tools_cached": False,
-                    }
-                )
-                answer = await self._call(
-                    request.model_copy(update={"context": delta, "tools": tools})
-                )
-                own, base = False, 0
+            answer = await self._call(asked.model_copy(update={"context": delta}))
+            if answer is None:  # the worker does not hold what the delta builds on: send all
+                answer = await self._call(request.model_copy(update={"context": whole}))
         except BaseException:
             held.forget()
             raise
-        if digests is None:
-            kept = held.message_digests if own else []
-            digests = [*kept[:base], *(message_digest(m) for m in pad.messages[base:])]
         held.message_digests, held.tools_digest = digests, self._tools[1]
         held.sequence += 1
         self._sent_at = held.sequence

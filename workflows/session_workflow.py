@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
 
     from contracts.agent_input import AgentInput, SessionLink
     from contracts.agent_status import AgentStatus
-    from contracts.agents import CHILD_PENDING_SIGNAL
+    from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
     from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
     from contracts.errors import INVALID_INPUT, STEER_REFUSED
     from contracts.messages import SteerMessage
@@ -204,7 +204,13 @@ class SessionWorkflow:
 
     @workflow.signal(name=CHILD_PENDING_SIGNAL)
     async def child_pending(self, raw: Any) -> None:
-        """From a sub-agent of an inline turn: its calls waiting for a person."""
+        """From a sub-agent of an inline turn: its calls waiting for a person. One that arrives
+        late from an earlier turn's sub-agent (its ids start with another turn) is dropped."""
+        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
+        turn = self._turn
+        if report is None or turn is None or not report.workflow_id.startswith(f"{turn.scope}/"):
+            workflow.logger.warning("signal %s ignored: no such sub-agent", CHILD_PENDING_SIGNAL)
+            return
         await self._forward(CHILD_PENDING_SIGNAL, raw)
 
     @workflow.signal(name="steer")
@@ -390,8 +396,7 @@ class SessionWorkflow:
             turn.cancel()
             await turn.wait()
             raise
-        assert turn.report is not None
-        self._reports[running.message.id] = turn.report
+        self._reports[running.message.id] = turn.report()
         self._turn = None
         self._finish_turn()
 
