@@ -19,6 +19,7 @@ running turn and lists its pending requests; `cancel_turn` stops the running tur
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,8 @@ with workflow.unsafe.imports_passed_through():
 SESSION_REFUSED = "SessionRefused"
 INLINE_TURNS_PATCH = "inline-session-turns"
 """Sessions recorded before turns ran inline started a child run per turn; they replay so."""
+INPUT_AT_INIT_PATCH = "session-input-at-init"
+"""Sessions recorded before the input was read in `__init__` replay early signals without it."""
 
 
 def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
@@ -83,20 +86,27 @@ class SessionWorkflow:
     def __init__(self, raw_input: Any = None) -> None:
         """The input is read here, before any handler runs: signals that arrive with a
         continued run's start (an approval for the carried turn) must see what it carries. An
-        input that does not parse fails the run in `run`."""
-        try:
-            self._params = SessionInput.model_validate(raw_input or {})
-        except ValidationError:
-            self._params = SessionInput()
-        carried = self._params.carry
-        self._carry = (
-            SessionCarry()
-            if carried is None
-            else carried.model_copy(update={"runs": carried.runs + 1})
-        )
+        input that does not parse fails the run in `run`. Runs recorded before this read it in
+        `run`, after such signals (`INPUT_AT_INIT_PATCH`)."""
+        self._params = SessionInput()
+        self._carry = SessionCarry()
         self._reports: dict[str, TurnReport] = {}
         self._results: dict[str, TurnResult] = {}
         self._turn: InlineTurn | None = None
+        self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
+        if self._input_read:
+            with contextlib.suppress(ValidationError):
+                self._read_input(SessionInput.model_validate(raw_input or {}))
+
+    def _read_input(self, params: SessionInput) -> None:
+        """Take the settings and what a continued run carries; messages that reached this run
+        already come after the carried ones."""
+        self._params = params
+        carried = params.carry
+        if carried is not None:
+            self._carry = carried.model_copy(
+                update={"queued": [*carried.queued, *self._carry.queued], "runs": carried.runs + 1}
+            )
 
     # -- what an inline turn needs from its session (`TurnHost`) ---------------------------------
 
@@ -342,7 +352,11 @@ class SessionWorkflow:
 
     @workflow.run
     async def run(self, raw_input: Any = None) -> SessionResult:
-        parse_or_refuse(SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT)
+        params = parse_or_refuse(
+            SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT
+        )
+        if not self._input_read:
+            self._read_input(params)
         if self._carry.started_at is None:
             self._carry.started_at = workflow.now()
         self._show_details()
