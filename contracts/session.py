@@ -136,8 +136,8 @@ class SessionInput(BaseModel):
         description=(
             "inline: each turn's model and tool calls are activities in the session's own "
             "history (each text recorded once or twice; the session continues-as-new between "
-            "turns). child: each turn is a child AgentWorkflow `<session>/turn-<n>` with its "
-            "own history and Web UI page (a very long turn may continue-as-new on its own)."
+            "turns, and a turn that outgrows it moves to a child run). child: each turn is a "
+            "child AgentWorkflow `<session>/turn-<n>` with its own history and Web UI page."
         ),
     )
     max_message_chars: int = Field(default=50_000, ge=1, le=200_000)

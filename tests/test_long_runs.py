@@ -6,10 +6,12 @@ scripted in-memory one."""
 from __future__ import annotations
 
 import json
+import uuid
 
 from temporalio.api.enums.v1 import EventType
 
 from contracts.model_io import ModelRequest
+from contracts.session import TurnResult
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
 
@@ -109,3 +111,45 @@ async def test_context_cache_miss_resends_the_whole_conversation(
     assert [len(r.messages) for r in scripted_agent.model.requests] == [2, 4, 6, 8]
     types = await activity_types(handle)
     assert types.count("call_model") == 5  # the missed call, then its full resend
+
+
+async def test_a_turn_that_outgrows_its_session_moves_to_a_child_run(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """An inline turn cannot continue-as-new (the `send` update waits on the session): past its
+    threshold the rest of it runs as the child run `<session>/turn-1`, from its carried state,
+    and answers the update as a child turn does."""
+    scripted_agent.model.set_handler(numbered_calls)
+    session_id = f"session-{uuid.uuid4()}"
+    agent = {"tools": ["echo"], "max_iterations": 25, "continue_as_new_after_events": 100}
+    session = await scripted_agent.client.start_workflow(
+        "SessionWorkflow", {"agent": agent}, id=session_id, task_queue=scripted_agent.task_queue
+    )
+    result = await session.execute_update("send", {"text": "go"}, result_type=TurnResult)
+    assert (result.stop_reason, result.workflow_id) == ("max_iterations", f"{session_id}/turn-1")
+    assert [s.iteration for s in result.steps] == list(range(1, 25))  # none lost in the move
+    session_events = [e async for e in session.fetch_history_events()]
+    assert any(
+        e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+        for e in session_events
+    )
+    assert len(session_events) < 150  # the session stopped growing at the threshold
+    child = scripted_agent.client.get_workflow_handle(result.workflow_id)
+    in_session = [
+        e
+        for e in session_events
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "echo"
+    ]
+    in_child = 0  # over the child's runs: it continues-as-new on its own
+    run_id: str | None = (await child.describe()).raw_info.first_run_id
+    while run_id:
+        run = scripted_agent.client.get_workflow_handle(child.id, run_id=run_id)
+        events = [e async for e in run.fetch_history_events()]
+        in_child += sum(
+            e.activity_task_scheduled_event_attributes.activity_type.name == "echo" for e in events
+        )
+        attributes = events[-1].workflow_execution_continued_as_new_event_attributes
+        run_id = attributes.new_execution_run_id or None
+    assert in_session and in_child and len(in_session) + in_child == 24
+    last = scripted_agent.model.last_request.messages
+    assert len([m for m in last if m.role == "tool"]) == 24

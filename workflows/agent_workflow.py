@@ -65,7 +65,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_tools import prepare_tools
     from workflows.session_link import TurnCancelled, signal_session, turn_report
     from workflows.tool_round import ToolRound
-    from workflows.turn_host import TurnHost
+    from workflows.turn_host import TurnHost, TurnOutgrewSession
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
@@ -120,7 +120,7 @@ class AgentWorkflow(RunControls):
                 result = await self._plan_and_execute(params)
             else:
                 result = await self._react(params)
-        except workflow.ContinueAsNewError:
+        except (workflow.ContinueAsNewError, TurnOutgrewSession):
             raise
         except (Exception, asyncio.CancelledError) as error:
             # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
@@ -302,9 +302,10 @@ class AgentWorkflow(RunControls):
     async def _continue_as_new_if_due(self, params: AgentInput) -> None:
         """Between rounds: hand the run to a fresh execution once the history is large, carrying
         the compacted scratchpad (messages still needed, steps, usage, guards' state). A turn
-        inside a session does not: the session continues-as-new between turns."""
+        inside a session hands the rest of itself to a child run instead (`TurnOutgrewSession`):
+        the session waits on its `send` update and cannot continue-as-new under it."""
         info = workflow.info()
-        if self._host is not None or not should_continue_as_new(
+        if not should_continue_as_new(
             events=info.get_current_history_length(),
             size_bytes=info.get_current_history_size(),
             suggested=info.is_continue_as_new_suggested(),
@@ -312,17 +313,21 @@ class AgentWorkflow(RunControls):
             max_bytes=params.continue_as_new_after_bytes,
         ):
             return
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        if self._host is None:
+            await workflow.wait_condition(workflow.all_handlers_finished)
         carried = compact_for_carry(
             self._pad, params.max_context_tokens, params.context_strategy == "summarize"
         )
         workflow.logger.info(
-            "continuing as new at turn %d: %d history events, %d bytes; carrying %d messages",
+            "%s at turn %d: %d history events, %d bytes; carrying %d messages",
+            "continuing as new" if self._host is None else "moving the turn to a child run",
             self._pad.iteration + 1,
             info.get_current_history_length(),
             info.get_current_history_size(),
             len(carried.messages),
         )
+        if self._host is not None:
+            raise TurnOutgrewSession(carried)
         workflow.continue_as_new(
             params.model_copy(update={"resume": carried, "resume_context": self._cache_entry})
         )

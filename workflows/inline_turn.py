@@ -17,10 +17,11 @@ from temporalio.exceptions import FailureError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
+    from contracts.scratchpad import Scratchpad
     from contracts.session import TurnReport
     from workflows.agent_workflow import AgentWorkflow
     from workflows.session_link import TurnCancelled, turn_report
-    from workflows.turn_host import TurnHost
+    from workflows.turn_host import TurnHost, TurnOutgrewSession
 
 
 class InlineTurn:
@@ -33,6 +34,9 @@ class InlineTurn:
         assert session is not None and session.scope is not None
         self.scope = session.scope
         """`<session>/turn-<n>`: the turn's sub-agent runs' ids start with it."""
+        self.agent_input = agent_input
+        self.outgrown: Scratchpad | None = None
+        """Set when the turn outgrew the session's history: its state, for a child run."""
         self._task = asyncio.create_task(self._run(agent_input))
 
     @property
@@ -48,17 +52,21 @@ class InlineTurn:
         """Until the turn has ended (after `cancel`: until its cancellation is complete)."""
         await asyncio.wait({self._task})
 
-    def report(self) -> TurnReport:
-        """How the ended turn went. What would fail a run's *workflow task* (a bug in workflow
-        code, nondeterminism) is raised here instead, in the session's main task, so the session
-        waits for a fixed worker as a run would, rather than recording a failed turn."""
+    def report(self) -> TurnReport | None:
+        """How the ended turn went (None: it outgrew the session, see `outgrown`). What would
+        fail a run's *workflow task* (a bug in workflow code, nondeterminism) is raised here
+        instead, in the session's main task, so the session waits for a fixed worker as a run
+        would, rather than recording a failed turn."""
         return self._task.result()
 
-    async def _run(self, agent_input: AgentInput) -> TurnReport:
+    async def _run(self, agent_input: AgentInput) -> TurnReport | None:
         link = agent_input.session
         assert link is not None
         try:
             result = await self.agent.run(agent_input.model_dump(mode="json"))
+        except TurnOutgrewSession as outgrown:
+            self.outgrown = outgrown.carried
+            return None
         except (FailureError, asyncio.CancelledError) as error:  # what ends a run
             reason: BaseException = error
             if is_cancelled_exception(error):

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import INVALID_INPUT, STEER_REFUSED
     from contracts.messages import SteerMessage
     from contracts.model_io import CachedConversation
+    from contracts.scratchpad import Scratchpad
     from contracts.session import (
         EndSession,
         MemoryTurn,
@@ -410,9 +411,28 @@ class SessionWorkflow:
             turn.cancel()
             await turn.wait()
             raise
-        self._reports[running.message.id] = turn.report()
+        report = turn.report()
         self._turn = None
+        if report is None and turn.outgrown is not None:
+            await self._move_turn_to_child(running, turn.agent_input, turn.outgrown)
+            return
+        assert report is not None
+        self._reports[running.message.id] = report
         self._finish_turn()
+
+    async def _move_turn_to_child(
+        self, running: RunningTurn, agent_input: AgentInput, carried: Scratchpad
+    ) -> None:
+        """The rest of a turn that outgrew the session's history runs as the child run
+        `<session>/turn-<n>`, from its carried state; it reports as a child turn does."""
+        session = agent_input.session
+        assert session is not None and session.scope is not None
+        child_input = agent_input.model_copy(
+            update={"resume": carried, "session": session.model_copy(update={"scope": None})}
+        )
+        running.workflow_id, running.inline = session.scope, False
+        self._show_details()
+        await self._start_child_turn(child_input, session.scope, running.turn)
 
     async def _start_turn(self, message: QueuedMessage) -> None:
         carry = self._carry
@@ -440,14 +460,18 @@ class SessionWorkflow:
         if inline:
             self._turn = InlineTurn(self, agent_input)
             return
-        workflow_id = turn_scope
+        await self._start_child_turn(agent_input, turn_scope, carry.turns)
+
+    async def _start_child_turn(self, agent_input: AgentInput, workflow_id: str, turn: int) -> None:
+        """A turn as a child `AgentWorkflow`, which reports its end by signal (`turn_finished`)."""
+        session_id = workflow.info().workflow_id
         await workflow.start_child_workflow(
             "AgentWorkflow",
             agent_input,
             id=workflow_id,
             task_queue=workflow.info().task_queue,
             parent_close_policy=ParentClosePolicy.ABANDON,
-            static_summary=f"session {session_id} · turn {carry.turns}",
+            static_summary=f"session {session_id} · turn {turn}",
         )
 
     def _finish_turn(self) -> None:

@@ -14,6 +14,17 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.approvals import PendingRequest
     from contracts.model_io import CachedConversation
+    from contracts.scratchpad import Scratchpad
+
+
+class TurnOutgrewSession(Exception):
+    """A turn's history grew past its continue-as-new threshold inside the session, which
+    cannot continue-as-new while a `send` update waits for the turn: the rest of the turn runs
+    as a child run of its own, from `carried` (as a run continues-as-new)."""
+
+    def __init__(self, carried: Scratchpad) -> None:
+        super().__init__("the turn outgrew the session's history")
+        self.carried = carried
 
 
 class TurnHost(Protocol):
