@@ -83,11 +83,6 @@ def reuse_pieces(cached: Sequence[str], current: Sequence[ChatMessage]) -> Reuse
     return Reuse(pieces, new, digests)
 
 
-def pieces_length(pieces: Sequence[Piece]) -> int:
-    """How many messages the pieces make."""
-    return sum(end if start == NEW else end - start for start, end in pieces)
-
-
 def apply_pieces(
     cached: Sequence[ChatMessage], pieces: Sequence[Piece], new: Sequence[ChatMessage]
 ) -> list[ChatMessage] | None:

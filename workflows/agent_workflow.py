@@ -163,7 +163,7 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, output)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
-        model = ModelGateway(params, self._log, output, self._conversation(params))
+        model = ModelGateway(params, self._log, self._conversation(params), output)
         tool_round = ToolRound(
             params,
             run_tools.tools,
@@ -200,7 +200,7 @@ class AgentWorkflow(RunControls):
         run_tools = await prepare_tools(params, None)
         self._gate.add_schemas(run_tools.outside_schemas)
         self._announce(params, run_tools.names)
-        model = ModelGateway(params, self._log, conversation=self._conversation(params))
+        model = ModelGateway(params, self._log, self._conversation(params))
         runner = PlanRunner(
             params, self, model, self._gate, self._log, run_tools.schemas, self._children.forget
         )
@@ -212,7 +212,7 @@ class AgentWorkflow(RunControls):
         if self._host is not None:
             return self._host.conversation
         if self._cache_entry is None:
-            self._cache_entry = params.resume_context or run_conversation(across_runs=True)
+            self._cache_entry = params.resume_context or run_conversation()
         return self._cache_entry
 
     @property

@@ -111,12 +111,11 @@ def answered(answer: ModelAnswer | None, turn: int) -> ModelAnswer:
     return answer
 
 
-def run_conversation(across_runs: bool = False) -> CachedConversation:
-    """The cache entry of this workflow run, or (`across_runs`) of its whole continue-as-new
-    chain, for a workflow that carries the entry's state to its next run."""
+def run_conversation() -> CachedConversation:
+    """The cache entry of this workflow's continue-as-new chain (keyed by its first run), whose
+    state a run or a session carries to its next run."""
     info = workflow.info()
-    run = info.first_execution_run_id if across_runs else info.run_id
-    return CachedConversation(key=f"{info.workflow_id}/{run}")
+    return CachedConversation(key=f"{info.workflow_id}/{info.first_execution_run_id}")
 
 
 class ModelGateway:
@@ -126,8 +125,8 @@ class ModelGateway:
         self,
         params: AgentInput,
         log: RunLog,
+        conversation: CachedConversation,
         output: OutputSpec | None = None,
-        conversation: CachedConversation | None = None,
     ):
         self._params = params
         self._config = model_activity_config(params)
@@ -137,7 +136,7 @@ class ModelGateway:
             response_format(output) if output is not None and output.mode == "native" else None
         )
         self._log = log
-        self._conversation = conversation or run_conversation()
+        self._conversation = conversation
         self._sent_at: int | None = None
         """The cache entry's `sequence` after this gateway's last call: while it is still the
         entry's, the cache holds this gateway's conversation and a delta only appends."""

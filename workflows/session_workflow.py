@@ -116,7 +116,7 @@ class SessionWorkflow:
         """One context-cache entry for the whole session, shared by its turns and carried
         across continue-as-new (`SessionCarry.conversation`)."""
         if self._carry.conversation is None:
-            self._carry.conversation = run_conversation(across_runs=True)
+            self._carry.conversation = run_conversation()
         return self._carry.conversation
 
     def pending_changed(self, pending: list[PendingRequest]) -> None:
