@@ -57,3 +57,6 @@ class PlanState(BaseModel):
     revisions: list[Plan] = []
     replans: int = 0
     approved: bool = False
+    notes: list[str] = []
+    """Messages people sent while the plan ran (`steer`): every later step and the final answer
+    read them."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from contracts.messages import ChatMessage
+from contracts.messages import ChatMessage, SteerMessage
 from contracts.model_io import ToolSchema
 from contracts.plan import Plan, PlanState, PlanStep, PlanStepStatus, StepOutcome
 from loop.summaries import shorten
@@ -96,14 +96,28 @@ def with_outcome(state: PlanState, outcome: StepOutcome) -> PlanState:
     return state.model_copy(update={"outcomes": [*state.outcomes, outcome]})
 
 
+def with_notes(state: PlanState, steering: Sequence[SteerMessage]) -> PlanState:
+    """Steering messages that arrived while the plan ran become notes for what follows."""
+    notes = [f"{s.by or 'the user'}: {s.text}" for s in steering]
+    return state.model_copy(update={"notes": [*state.notes, *notes]}) if notes else state
+
+
+def _notes_lines(state: PlanState) -> list[str]:
+    if not state.notes:
+        return []
+    return ["", "Messages from people while the plan ran (follow them):", *state.notes]
+
+
 def step_task(prompt: str, state: PlanState, index: int) -> str:
-    """What a step's run is told: the overall request, earlier results, and its goal."""
+    """What a step's run is told: the overall request, earlier results, what people said while
+    the plan ran, and its goal."""
     step = state.steps[index]
     lines = [f"Overall request: {prompt}"]
     done = [o for o in state.outcomes if o.status == "done"]
     if done:
         lines += ["", "Results of the earlier steps:"]
         lines += [f"{o.index}. {o.goal}: {shorten(o.answer, RESULT_CHARS)}" for o in done]
+    lines += _notes_lines(state)
     lines += ["", f"Your step ({index + 1} of {len(state.steps)}): {step.goal}"]
     return "\n".join(lines)
 
@@ -116,6 +130,7 @@ def synthesis_request(prompt: str, state: PlanState) -> list[ChatMessage]:
         f"{shorten(o.answer, RESULT_CHARS)}"
         for o in state.outcomes
     ]
+    lines += _notes_lines(state)
     lines += ["", "Write the final answer to the request. Say what could not be done, if any."]
     return [
         ChatMessage.system("You write the final answer of an AI agent from its work."),

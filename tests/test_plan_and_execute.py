@@ -20,10 +20,11 @@ from temporalio.testing import WorkflowEnvironment
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
+from contracts.messages import SteerMessage
 from contracts.model_io import ModelRequest
 from contracts.plan import Plan, PlanState
 from contracts.session import TurnResult
-from loop.plan import checklist, new_plan, read_plan, revised, with_status
+from loop.plan import checklist, new_plan, read_plan, revised, step_task, with_notes, with_status
 from tests.conftest import FAKE_MODEL, ScriptedHarness, activity_types, started_workers
 from tests.eventually import eventually
 from tests.scripted_model import Completion, ScriptedChatModel, call, text, tool_calls
@@ -279,3 +280,39 @@ async def test_a_session_turns_plan_is_edited_at_the_session(
     assert result.stop_reason == "completed" and result.answer
     step = scripted_agent.client.get_workflow_handle(f"{session_id}/turn-1/step-1")
     assert (await step.describe()).parent_id == session_id
+
+
+async def test_steering_a_plan_reaches_the_next_steps_and_the_final_answer(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """A `steer` message sent while the plan waits (or runs) becomes a note of the plan: every
+    later step's task and the synthesis carry it, and it no longer shows as waiting."""
+    scripted_agent.model.set_handler(script())
+    handle = await scripted_agent.start(
+        {"prompt": "6*7 then +8", "mode": "plan_and_execute", "plan_approval": True}
+    )
+    await eventually(
+        lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),
+        what="the plan waiting for approval",
+    )
+    await handle.execute_update("steer", {"text": "Show your working.", "by": "ann"})
+    await handle.signal("approve", {"call_id": "*"})
+    result = await handle.result()
+    assert result.plan is not None and result.plan.notes == ["ann: Show your working."]
+    tasks = [
+        next(m.content or "" for m in r.messages if m.role == "user")
+        for r in scripted_agent.model.requests
+        if r.purpose in ("turn", "synthesis")
+    ]
+    assert tasks and all("ann: Show your working." in t for t in tasks)
+    status = await handle.query("status", result_type=AgentStatus)
+    assert status.steering == []
+
+
+def test_a_plans_notes_are_in_every_later_step_task() -> None:
+    state = new_plan(Plan.model_validate(PLAN))
+    assert "Messages from people" not in step_task("p", state, 0)
+    noted = with_notes(state, [SteerMessage(text="Use metric units.")])
+    assert with_notes(noted, []) is noted
+    task = step_task("p", noted, 1)
+    assert task.index("the user: Use metric units.") < task.index("Your step (2 of 2)")

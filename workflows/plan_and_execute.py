@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         revised,
         step_task,
         synthesis_request,
+        with_notes,
         with_outcome,
         with_status,
     )
@@ -190,6 +191,7 @@ class PlanRunner:
             agents=self._params.agents or [],
             max_iterations=self._params.max_iterations,
         )
+        self._take_steering()
         task = step_task(self._params.prompt, self._plan, index)
         done = await run_child(self._params, self._host.pad, profile, task, str(index + 1))
         self._on_child_done(f"step-{index + 1}")
@@ -203,7 +205,16 @@ class PlanRunner:
             workflow_id=done.workflow_id,
         )
 
+    def _take_steering(self) -> None:
+        """Messages people sent with `steer` become the plan's notes (the next steps and the
+        final answer read them); they are no longer waiting."""
+        pad = self._host.pad
+        if pad.steering:
+            plan = with_notes(self._plan, pad.steering)
+            self._host.pad = pad.model_copy(update={"plan": plan, "steering": []})
+
     async def _synthesise(self) -> Stop:
+        self._take_steering()
         self._host.pad = next_iteration(self._host.pad)
         self._host.set_phase("thinking")
         messages = synthesis_request(self._params.prompt, self._plan)
