@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import CachedConversation, ModelReply, ToolSchema
     from contracts.scratchpad import Scratchpad
     from loop.context_plan import summary_due, with_summary
-    from loop.continuation import compact_for_carry, compact_steps
+    from loop.continuation import compact_for_carry
     from loop.input_validation import InvalidAgentInput, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import read_reply
@@ -63,7 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.run_controls import RunControls
     from workflows.run_log import RunLog
     from workflows.run_tools import prepare_tools
-    from workflows.session_link import TurnCancelled, signal_session, turn_report
+    from workflows.session_link import TurnCancelled, session_steps, signal_session, turn_report
     from workflows.tool_round import ToolRound
     from workflows.turn_host import TurnHost, TurnOutgrewSession
 
@@ -140,7 +140,7 @@ class AgentWorkflow(RunControls):
         if params.session is not None:
             # A session's turn: its session keeps the answer; each tool output is in its
             # activity's result already, and a full copy in the run's result adds two more.
-            result = result.model_copy(update={"steps": compact_steps(result.steps, 0)})
+            result = result.model_copy(update={"steps": session_steps(result.steps)})
         return result
 
     async def _report(

@@ -10,15 +10,18 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput, SessionLink
-    from contracts.agent_result import AgentResult
+    from contracts.agent_result import AgentResult, ToolStep
     from contracts.session import TurnReport
     from contracts.usage import TokenUsage
     from loop.continuation import compact_steps
 
-REPORTED_STEP_CHARS = 0
-"""A turn's steps reach its session (and the `send` update's result) with every observation
-over `SHORTENED_OBSERVATION_CHARS` shortened: the full text is in the tool's activity result,
-and a copy in each report would store a turn's tool output in full three more times."""
+
+def session_steps(steps: list[ToolStep]) -> list[ToolStep]:
+    """A turn's steps as they reach its session (the report, the `send` update's result, a
+    child turn's own result): every observation over `SHORTENED_OBSERVATION_CHARS` shortened.
+    The full text is in the tool's activity result; a copy in each of those would store a
+    turn's tool output in full again and again."""
+    return compact_steps(steps, budget_chars=0)
 
 
 class TurnCancelled(Exception):
@@ -38,7 +41,7 @@ def turn_report(
         workflow_id=workflow.info().workflow_id,
         answer=result.answer if result else "",
         stop_reason=result.stop_reason if result else None,
-        steps=compact_steps(result.steps, budget_chars=REPORTED_STEP_CHARS) if result else [],
+        steps=session_steps(result.steps) if result else [],
         usage=result.usage if result else usage,
         error=None if error is None else str(error) or type(error).__name__,
         output=result.output if result else None,
