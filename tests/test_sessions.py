@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from contracts.session import MemoryTurn, SessionResult, SessionStatus, TurnResult
@@ -19,6 +19,15 @@ from tests.session_support import echo_model, send_with_start, wait_status
 
 def history_sent(body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m["role"], m["content"]) for m in body["messages"][1:]]
+
+
+async def model_contexts(handle: WorkflowHandle[Any, Any]) -> list[dict[str, Any]]:
+    """The context delta of each `call_model` activity in the run's history, in order."""
+    return [
+        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
+        async for e in handle.fetch_history_events()
+        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
+    ]
 
 
 async def test_turns_remember_earlier_turns(agent: AgentHarness) -> None:
@@ -36,11 +45,7 @@ async def test_turns_remember_earlier_turns(agent: AgentHarness) -> None:
     ]
     # The second turn's model call carried its new message only: the remembered turn was taken
     # from the worker's context cache (the previous turn's messages, reused by position).
-    contexts = [
-        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
-        async for e in handle.fetch_history_events()
-        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-    ]
+    contexts = await model_contexts(handle)
     assert [len(c["new_messages"]) for c in contexts] == [2, 2]
     assert [m["content"] for m in contexts[1]["new_messages"]] == [
         "answer to: I am Ann.",  # the final answer ended the turn: the cache never saw it
@@ -240,11 +245,7 @@ async def test_inline_turns_get_the_whole_conversation_after_a_cache_miss_or_a_f
         ("user", "four"),
     ]
     assert note[1].startswith("[note: the previous request did not complete: it failed")
-    contexts = [
-        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
-        async for e in handle.fetch_history_events()
-        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-    ]
+    contexts = await model_contexts(handle)
     assert [c["held"] for c in contexts[-1:]] == [0]  # after the failure: everything
     assert agent.cache.misses == 1
 
@@ -263,11 +264,7 @@ async def test_a_continued_session_names_what_the_cache_holds(agent: AgentHarnes
     status = await handle.query("status", result_type=SessionStatus)
     assert status.runs > 1
     latest = agent.client.get_workflow_handle(session)  # the current run
-    contexts = [
-        json.loads(e.activity_task_scheduled_event_attributes.input.payloads[0].data)["context"]
-        async for e in latest.fetch_history_events()
-        if e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
-    ]
+    contexts = await model_contexts(latest)
     assert contexts and all(c["held"] > 0 for c in contexts)  # nothing sent again
     first = contexts[0]
     assert first["reuse"][0][0] == 0  # from the system prompt on, what the cache holds
