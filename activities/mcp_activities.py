@@ -152,15 +152,7 @@ class McpActivities:
     async def list_mcp_tools(self, request: McpListRequest) -> McpToolList:
         """List the tools of the requested servers (every configured one when None)."""
         names = self.servers.names if request.servers is None else list(request.servers)
-        unknown = [name for name in names if name not in self.servers.servers]
-        if unknown:
-            configured = ", ".join(self.servers.names) or "none"
-            raise ApplicationError(
-                f"unknown MCP server {', '.join(repr(n) for n in unknown)} "
-                f"(configured on this worker: {configured})",
-                type=UNKNOWN_MCP_SERVER,
-                non_retryable=True,
-            )
+        self._refuse_unknown(names)
         started = time.monotonic()
         tools: list[McpToolSpec] = []
         for name in names:
@@ -229,15 +221,21 @@ class McpActivities:
                 type=TOOL_ERROR,
                 non_retryable=True,
             )
-        if request.server not in self.servers.servers:
+        self._refuse_unknown([request.server], f"{activity_type}: ")
+        return request
+
+    def _refuse_unknown(self, names: Sequence[str], prefix: str = "") -> None:
+        """A server name this worker has no configuration for fails the activity for good,
+        naming the servers it does have."""
+        unknown = [name for name in names if name not in self.servers.servers]
+        if unknown:
             configured = ", ".join(self.servers.names) or "none"
             raise ApplicationError(
-                f"{activity_type}: unknown MCP server {request.server!r} "
+                f"{prefix}unknown MCP server {', '.join(repr(n) for n in unknown)} "
                 f"(configured on this worker: {configured})",
                 type=UNKNOWN_MCP_SERVER,
                 non_retryable=True,
             )
-        return request
 
 
 def mcp_activities(servers: McpServers) -> list[Callable[..., Any]]:
