@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from contracts.messages import ChatMessage
 from contracts.model_io import ContextDelta, ToolSchema
 from loop.context_reuse import (
-    NEW,
     apply_pieces,
     conversation_digest,
     message_digest,
@@ -120,16 +119,9 @@ def _build(cached: Entry | None, delta: ContextDelta) -> Entry | None:
     if delta.reuse is None:
         return Entry([*cached.messages, *new], [*cached.digests, *new_digests])
     messages = apply_pieces(cached.messages, delta.reuse, new)
-    if messages is None:
+    digests = apply_pieces(cached.digests, delta.reuse, new_digests)
+    if messages is None or digests is None:
         return None
-    digests: list[str] = []
-    taken = 0
-    for start, end in delta.reuse:
-        if start == NEW:
-            digests += new_digests[taken : taken + end]
-            taken += end
-        else:
-            digests += cached.digests[start:end]
     return Entry(messages, digests)
 
 

@@ -15,6 +15,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from contracts.messages import ChatMessage
 from contracts.model_io import ToolSchema
@@ -23,6 +24,8 @@ Piece = tuple[int, int]
 """`(start, end)`: the cached messages `[start:end]`; `(NEW, n)`: the next `n` new messages."""
 
 NEW = -1
+
+T = TypeVar("T")
 
 
 def _digest(text: str) -> str:
@@ -83,20 +86,19 @@ def reuse_pieces(cached: Sequence[str], current: Sequence[ChatMessage]) -> Reuse
     return Reuse(pieces, new, digests)
 
 
-def apply_pieces(
-    cached: Sequence[ChatMessage], pieces: Sequence[Piece], new: Sequence[ChatMessage]
-) -> list[ChatMessage] | None:
-    """The conversation the pieces describe, or None if they do not fit `cached` and `new`."""
-    messages: list[ChatMessage] = []
+def apply_pieces(cached: Sequence[T], pieces: Sequence[Piece], new: Sequence[T]) -> list[T] | None:
+    """The conversation the pieces describe (its messages, or their digests), or None if they
+    do not fit `cached` and `new`."""
+    items: list[T] = []
     taken = 0
     for start, end in pieces:
         if start == NEW:
             if end < 1 or taken + end > len(new):
                 return None
-            messages += new[taken : taken + end]
+            items += new[taken : taken + end]
             taken += end
         elif 0 <= start < end <= len(cached):
-            messages += cached[start:end]
+            items += cached[start:end]
         else:
             return None
-    return messages if taken == len(new) else None
+    return items if taken == len(new) else None
