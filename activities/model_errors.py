@@ -4,14 +4,20 @@ Temporal owns retries (the client has `max_retries=0`): connection errors, timeo
 429 and 5xx are retryable, with `retry-after-ms` / `Retry-After` as the next delay; other 4xx
 fail at once and carry the provider's message. 401, 403 and 404 are about the model or the
 endpoint itself (`ModelUnusable`: a fallback model may work); 400, 422 and the rest are about
-the request (`ModelRequestRejected`: another model would refuse it too). The API key is
-scrubbed from every message.
+the request (`ModelRequestRejected`: another model would refuse it too).
+
+Every message is scrubbed of API keys: the failing model's own key, and every key configured in
+this process (each `OpenAIChatModel` registers its key, so the default endpoint's, every
+provider's and so every fallback's), since a gateway may echo another key than the one it was
+sent. A key's prefix of `MIN_SECRET_PREFIX` or more characters counts as the key: providers echo
+keys cut short ("sk-proj-abc12..."), and such a prefix narrows a key down as the whole does.
 """
 
 from __future__ import annotations
 
 import email.utils
 import math
+import threading
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -24,6 +30,13 @@ from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE, MODEL_UN
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 MODEL_ITSELF_STATUS = frozenset({401, 403, 404})
 MAX_RETRY_DELAY_SECONDS = 300.0
+MIN_SECRET_PREFIX = 8
+"""The shortest prefix of a key that is scrubbed as the key (shorter keys, placeholders such as
+`ollama` or `none`, are not registered; a model's own key is still replaced whole)."""
+SCRUBBED = "***"
+
+_secrets: frozenset[str] = frozenset()
+_secrets_lock = threading.Lock()
 
 
 def retry_delay(headers: Mapping[str, str], now: float | None = None) -> timedelta | None:
@@ -65,11 +78,57 @@ def provider_message(error: openai.APIStatusError) -> str:
     return error.message
 
 
+def register_secret(secret: str | None) -> None:
+    """Scrub `secret` (and its prefixes) from every model error of this process from now on."""
+    global _secrets
+    if secret and len(secret) >= MIN_SECRET_PREFIX:
+        with _secrets_lock:  # readers take the frozenset as it is, without the lock
+            _secrets = _secrets | {secret}
+
+
+def registered_secrets() -> frozenset[str]:
+    """The keys `scrub` removes from every text (besides the one it is given)."""
+    return _secrets
+
+
+def secret_spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Where `text` holds `secret` or a prefix of it of `MIN_SECRET_PREFIX` or more characters:
+    `(start, end)` of each such run, each as long as the text goes on matching the key."""
+    if len(secret) < MIN_SECRET_PREFIX:
+        return []
+    head = secret[:MIN_SECRET_PREFIX]
+    spans = []
+    start = text.find(head)
+    while start != -1:
+        end = start + MIN_SECRET_PREFIX
+        limit = min(len(text), start + len(secret))
+        while end < limit and text[end] == secret[end - start]:
+            end += 1
+        spans.append((start, end))
+        start = text.find(head, end)
+    return spans
+
+
 def scrub(text: str, secret: str | None) -> str:
-    """Remove the API key from `text` (providers sometimes echo it in error messages)."""
-    if secret:
-        text = text.replace(secret, "***")
-    return text
+    """Remove API keys from `text` (providers sometimes echo them, whole or cut short, in error
+    messages): `secret` wherever it appears, and every registered key or its prefix of
+    `MIN_SECRET_PREFIX` or more characters. Each run becomes `***`."""
+    if secret and len(secret) < MIN_SECRET_PREFIX:
+        text = text.replace(secret, SCRUBBED)  # a short key: only whole
+    secrets = _secrets | {secret} if secret else _secrets
+    spans = sorted(span for key in secrets for span in secret_spans(text, key))
+    if not spans:
+        return text
+    pieces: list[str] = []
+    kept = 0  # text before this index is done
+    for start, end in spans:
+        if start > kept:
+            pieces += [text[kept:start], SCRUBBED]
+        elif not pieces:
+            pieces.append(SCRUBBED)  # a run at the very start
+        kept = max(kept, end)  # an overlapping run extends the one before it
+    pieces.append(text[kept:])
+    return "".join(pieces)
 
 
 def to_application_error(error: Exception, api_key: str | None) -> ApplicationError:

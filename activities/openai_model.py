@@ -20,7 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import ValidationError
 from temporalio.exceptions import ApplicationError
 
-from activities.model_errors import scrub, to_application_error
+from activities.model_errors import register_secret, scrub, to_application_error
 from activities.model_progress import watch_progress
 from activities.streaming import (
     StreamAssembler,
@@ -150,6 +150,7 @@ class OpenAIChatModel:
         self.streaming = streaming
         """Stream replies where the endpoint allows it (`MODEL_STREAMING`)."""
         self._api_key = api_key
+        register_secret(api_key)  # scrubbed from every model error, this model's or another's
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,

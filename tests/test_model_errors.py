@@ -14,11 +14,16 @@ from temporalio.exceptions import ApplicationError
 
 from activities.model_errors import (
     MAX_RETRY_DELAY_SECONDS,
+    MIN_SECRET_PREFIX,
     provider_message,
+    register_secret,
+    registered_secrets,
     retry_delay,
     scrub,
+    secret_spans,
     to_application_error,
 )
+from activities.openai_model import OpenAIChatModel
 from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE, MODEL_UNUSABLE
 
 API_KEY = "sk-unit-test-KEY-0123456789abcdef"
@@ -162,6 +167,49 @@ def test_scrub() -> None:
     assert scrub("kept as is", "") == "kept as is"
 
 
+@pytest.mark.parametrize("length", [MIN_SECRET_PREFIX, 10, 20, len(API_KEY) - 1])
+def test_a_prefix_of_the_key_is_scrubbed(length: int) -> None:
+    prefix = API_KEY[:length]
+    assert scrub(f"Incorrect API key provided: {prefix}...", API_KEY) == (
+        "Incorrect API key provided: ***..."
+    )
+    assert scrub(f"{prefix}", API_KEY) == "***"
+    assert scrub(f"({prefix})({prefix}x)", API_KEY) == "(***)(***x)"
+
+
+def test_a_prefix_shorter_than_the_minimum_is_kept() -> None:
+    short = API_KEY[: MIN_SECRET_PREFIX - 1]
+    assert scrub(f"keys look like {short}...", API_KEY) == f"keys look like {short}..."
+
+
+def test_the_run_stops_where_the_text_stops_matching_the_key() -> None:
+    # The key followed by more key-like text: only the key goes; a longer run is cut at its end.
+    assert scrub(f"{API_KEY}{API_KEY[:3]} tail", API_KEY) == f"***{API_KEY[:3]} tail"
+    assert secret_spans(f"ab{API_KEY[:12]}Z", API_KEY) == [(2, 14)]
+    assert secret_spans("nothing here", API_KEY) == []
+
+
+def test_a_short_own_key_is_replaced_whole_only() -> None:
+    # Placeholders such as `ollama` are not secrets anyone could use; they are not registered.
+    assert scrub("model ollama not found", "ollama") == "model *** not found"
+    register_secret("ollama")
+    assert "ollama" not in registered_secrets()
+    assert scrub("ollama here", None) == "ollama here"
+
+
+def test_every_configured_key_is_scrubbed_from_every_model_error() -> None:
+    # A gateway may echo another provider's key: each model registers its own when built.
+    other = "sk-other-PROVIDER-9a8b7c6d5e4f3a2b"
+    OpenAIChatModel(api_key=other, default_model="m", base_url="http://127.0.0.1:9/v1")
+    assert other in registered_secrets()
+    said = f"keys tried: {other[:11]}..., {API_KEY[:9]}"
+    error = status_error(401, body={"message": said})
+    assert to_application_error(error, API_KEY).message == (
+        "model provider answered 401: keys tried: ***..., ***"
+    )
+    assert scrub(f"both {other}{API_KEY}", None) == "both ***" + API_KEY  # API_KEY: never built
+
+
 # --- to_application_error ---------------------------------------------------------------------
 
 
@@ -283,8 +331,8 @@ def test_undecodable_answer_is_retryable() -> None:
     )
 
 
-def leaky_errors() -> list[Exception]:
-    said = f"Incorrect API key provided: {API_KEY}."
+def leaky_errors(echoed: str = API_KEY) -> list[Exception]:
+    said = f"Incorrect API key provided: {echoed}."
     connection = openai.APIConnectionError(message=said, request=request())
     caused = openai.APIConnectionError(request=request())
     caused.__cause__ = OSError(said)
@@ -305,6 +353,16 @@ def test_api_key_is_scrubbed(error: Exception) -> None:
     assert API_KEY not in app_error.message
     assert API_KEY not in str(app_error)
     assert "Incorrect API key provided: ***." in app_error.message
+
+
+@pytest.mark.parametrize(
+    "error", leaky_errors(f"{API_KEY[:10]}..."), ids=lambda e: type(e).__name__
+)
+def test_a_prefix_of_the_api_key_is_scrubbed(error: Exception) -> None:
+    app_error = to_application_error(error, API_KEY)
+
+    assert API_KEY[:MIN_SECRET_PREFIX] not in str(app_error)
+    assert "Incorrect API key provided: ***...." in app_error.message
 
 
 def test_the_error_has_no_details_that_could_leak() -> None:

@@ -12,20 +12,27 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import signal
+import uuid
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.api.history.v1 import History
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from activities.model_errors import MIN_SECRET_PREFIX
+from activities.model_router import ModelRouter
+from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from contracts.errors import MODEL_CALL_FAILED
 from tests import fake_openai as fake
-from tests.conftest import SECRET_API_KEY, AgentHarness
+from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
 from tests.crash_tools import WorkerCluster
 from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
@@ -35,8 +42,9 @@ SUBPROCESS_SECRET = "sk-proj-SUBPROCESS-9f8e7d6c5b4a-do-not-log"
 
 
 def secret_fragments(secret: str) -> list[str]:
-    """The secret and its distinctive middle part (a partial leak counts too)."""
-    return [secret, secret[8:-8]]
+    """The secret, its distinctive middle part and its shortest scrubbed prefix (a partial leak
+    counts too)."""
+    return [secret, secret[8:-8], secret[:MIN_SECRET_PREFIX]]
 
 
 def payload_texts(value: Any) -> Iterator[str]:
@@ -203,7 +211,7 @@ async def test_a_debug_logging_worker_process_never_prints_the_key(
         assert (await cluster.result_of(ok)).answer == "done"
 
         fake_model.enqueue(
-            fake.error(500, f"bad upstream key {secret}", headers={"retry-after-ms": "50"}),
+            fake.error(500, f"bad upstream key {secret[:10]}...", headers={"retry-after-ms": "50"}),
             fake.error(401, f"Incorrect API key provided: {secret}"),
         )
         failing = await cluster.start_run({"prompt": "failing run", "tools": []})
@@ -232,3 +240,82 @@ async def test_a_string_error_body_keeps_the_provider_message_scrubbed(agent: Ag
     failure = model_failure(await finish(handle))
     assert SECRET_API_KEY not in failure.message
     assert "quota exceeded for ***" in failure.message
+
+
+def logged(caplog: pytest.LogCaptureFixture) -> str:
+    """Every log record of this process: formatted (with tracebacks), messages, arguments."""
+    records = [
+        f"{r.getMessage()} {r.args!r} {r.exc_text or ''} {r.__dict__!r}" for r in caplog.records
+    ]
+    return "\n".join([caplog.text, *records])
+
+
+async def test_a_provider_echoing_a_prefix_of_the_key_leaves_it_nowhere(
+    agent: AgentHarness, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = SECRET_API_KEY
+    prefix = key[:10]
+    caplog.set_level(logging.DEBUG)
+    agent.fake.enqueue(fake.error(401, f"Incorrect API key provided: {prefix}..."))
+    handle = await agent.start({"prompt": "a key cut short", "tools": []})
+    outcome = await finish(handle)
+
+    [request] = agent.fake.requests  # the key was sent, and the provider echoed its prefix
+    assert request.headers["authorization"] == f"Bearer {key}"
+    failure = model_failure(outcome)
+    assert "model provider answered 401: Incorrect API key provided: ***..." in failure.message
+    history = (await handle.fetch_history()).to_json()
+    assert "Incorrect API key provided: ***..." in history
+    assert prefix not in history
+    assert caplog.records, "nothing was logged"
+    assert "Incorrect API key provided: ***..." in logged(caplog)  # the failure was logged
+    for where, text in {
+        "the history": await everything_visible(handle, outcome),
+        "the logs": logged(caplog),
+        "the result": str(failure) + repr(outcome),
+    }.items():
+        assert_no_secret(text, key, where)
+
+
+async def test_every_configured_key_is_scrubbed_whoever_echoes_it(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The default endpoint and a provider used as the fallback, each with its own key; the
+    # fallback's gateway echoes prefixes of both keys (it was sent only its own).
+    local_key = "sk-local-FALLBACK-5e6f7a8b9c0d-never-in-history"
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAIServer() as default_server, FakeOpenAIServer() as local_server:
+        default_server.enqueue(fake.error(401, f"bad key {SECRET_API_KEY[:12]}..."))
+        local_server.enqueue(
+            fake.error(403, f"key {local_key[:9]}... refused; also seen: {SECRET_API_KEY[:8]}")
+        )
+        router = ModelRouter(
+            OpenAIChatModel(
+                api_key=SECRET_API_KEY, base_url=default_server.base_url, default_model=FAKE_MODEL
+            ),
+            {
+                "local": OpenAIChatModel(
+                    api_key=local_key, base_url=local_server.base_url, default_model="x"
+                )
+            },
+        )
+        async with AsyncExitStack() as stack:
+            stack.push_async_callback(router.close)
+            queue = await started_workers(stack, temporal_env.client, router, tmp_path)
+            handle = await temporal_env.client.start_workflow(
+                "AgentWorkflow",
+                {"prompt": "two keys", "tools": [], "fallback_models": ["local/tiny"]},
+                id=f"agent-{uuid.uuid4()}",
+                task_queue=queue,
+                result_type=AgentResult,
+            )
+            outcome = await finish(handle)
+        assert local_server.requests[0].headers["authorization"] == f"Bearer {local_key}"
+
+    failure = model_failure(outcome)
+    assert "model provider answered 401: bad key ***..." in failure.message
+    assert "model provider answered 403: key ***... refused; also seen: ***" in failure.message
+    visible = await everything_visible(handle, outcome)
+    for key in (SECRET_API_KEY, local_key):
+        assert_no_secret(visible, key, "the history and the result")
+        assert_no_secret(logged(caplog), key, "the logs")
