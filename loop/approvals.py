@@ -43,6 +43,39 @@ def needs_approval(item: Tool, args: Mapping[str, Any]) -> bool:
     return bool(rule)
 
 
+PRECHECK = "tool precheck"
+"""A step's `policy` when the tool's precheck refused the call before it could wait for a
+person (nobody was asked, nothing ran)."""
+
+
+def precheck_refusal(item: Tool, args: Mapping[str, Any]) -> str | None:
+    """Why a call of `item` with these (validated) arguments can never succeed, per the tool's
+    `precheck`, or None (no precheck, or it passes).
+
+    Raises what the precheck raises, and `TypeError` when it returns anything but None or a
+    non-blank string: both are bugs in the tool, which the caller logs before asking the
+    person as if there were no precheck."""
+    precheck = item.options.precheck
+    if precheck is None:
+        return None
+    reason = precheck(item.args_model.model_validate(dict(args)))
+    if reason is None:
+        return None
+    if not isinstance(reason, str) or not reason.strip():
+        raise TypeError(
+            f"the precheck of {item.name} returned {reason!r}; it must return None or a reason"
+        )
+    return reason.strip()
+
+
+def precheck_observation(tool: str, reason: str) -> str:
+    """What the model reads for a call its tool's precheck refused."""
+    return (
+        f"Error: {reason.rstrip('.')}. The {tool} call was not run, and nobody was asked to "
+        "approve it."
+    )
+
+
 def wait_limits(
     options: ToolOptions, run_timeout_seconds: float | None, run_action: TimeoutAction
 ) -> tuple[float | None, TimeoutAction]:

@@ -100,6 +100,12 @@ class ToolSettings(TypedDict, total=False):
     on_approval_timeout: TimeoutAction
     requires_scope: bool
     local: bool
+    precheck: Callable[[Any], str | None]
+
+
+Precheck = Callable[[Any], str | None]
+"""A tool's `precheck`: the validated argument model in, why the call cannot succeed (or None)
+out. See `ToolOptions.precheck`."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,17 @@ class ToolOptions:
       `requires_scope` (a tool that keeps data per user has side effects), so such a tool never
       becomes a local activity silently. A run's approval policy can still make a local tool's
       call wait for a person: that is decided in the workflow, before the call runs.
+    - `precheck`: `fn(args) -> str | None`, given the validated argument model; it returns why
+      a call with these arguments can never succeed (a path outside the workspace), or None.
+      Before a call waits for a person (`requires_approval`, or a run's policy `ask`), the
+      workflow runs it: a reason becomes the call's `Error: ...` observation at once, with no
+      pending request and no activity. It runs in *workflow code*, on every replay, so it must
+      be a pure, deterministic function of the arguments: no I/O (files, network, the
+      filesystem's view of a path), no clock, no randomness, no environment variables or
+      settings, no state kept between calls. What needs the world (does the file exist, is it
+      a symlink) stays in the tool. A precheck that raises is a bug: the workflow logs it and
+      asks the person as if there were none. Refused at definition time unless it is a plain
+      (not async, not generator) callable taking the arguments as its one parameter.
     """
 
     start_to_close_timeout: timedelta = timedelta(seconds=30)
@@ -141,8 +158,11 @@ class ToolOptions:
     on_approval_timeout: TimeoutAction | None = None
     requires_scope: bool = False
     local: bool = False
+    precheck: Precheck | None = None
 
     def __post_init__(self) -> None:
+        if self.precheck is not None:
+            check_precheck(self.precheck)
         for name in ("start_to_close_timeout", "heartbeat_timeout", "approval_timeout"):
             value = getattr(self, name)
             if value is not None and value <= timedelta(0):
@@ -186,6 +206,55 @@ class ToolOptions:
             maximum_interval=policy.maximum_interval,
             maximum_attempts=policy.maximum_attempts,
             non_retryable_error_types=list(dict.fromkeys(never)),
+        )
+
+
+def check_precheck(precheck: object) -> None:
+    """Refuse (`TypeError`) a `precheck` that cannot be what `ToolOptions.precheck` says: not
+    callable, async or a generator (it runs synchronously in workflow code), or not callable
+    with the arguments alone."""
+    if not callable(precheck):
+        raise TypeError(
+            f"tool option precheck must be a function (args) -> str | None, got {precheck!r}"
+        )
+    if (
+        inspect.iscoroutinefunction(precheck)
+        or inspect.isasyncgenfunction(precheck)
+        or inspect.isgeneratorfunction(precheck)
+    ):
+        raise TypeError(
+            f"tool option precheck {precheck!r} must be a plain function returning str | None: "
+            "it runs in workflow code, so it cannot be async or a generator"
+        )
+    try:
+        signature = inspect.signature(precheck)
+    except (TypeError, ValueError):
+        return  # a builtin without a signature: nothing more to check
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise TypeError(
+            f"tool option precheck {precheck!r} must take the validated arguments as its one "
+            f"parameter; its signature is {signature}"
+        ) from None
+
+
+def _check_precheck_model(tool_name: str, precheck: Precheck, args_model: type[BaseModel]) -> None:
+    """Refuse a precheck annotated for another argument model than its tool's."""
+    try:
+        hints = get_type_hints(precheck)
+        first = next(iter(inspect.signature(precheck).parameters.values()))
+    except Exception:  # unresolvable annotations or no signature: nothing to compare
+        return
+    expected = hints.get(first.name)
+    if (
+        isinstance(expected, type)
+        and issubclass(expected, BaseModel)
+        and not issubclass(args_model, expected)
+    ):
+        raise TypeError(
+            f"tool {tool_name!r}: precheck takes {expected.__name__}, but the tool's arguments "
+            f"are {args_model.__name__}"
         )
 
 
@@ -250,6 +319,8 @@ def make_tool(
     description = inspect.cleandoc(function.__doc__ or "").strip()
     if not description:
         raise TypeError(f"tool {function.__name__!r} needs a docstring: it is the description")
+    if options is not None and options.precheck is not None:
+        _check_precheck_model(function.__name__, options.precheck, args_model)
     return Tool(
         name=name or function.__name__,
         description=description,

@@ -4,7 +4,8 @@ EngineRequest: the agent never runs tools itself).
 screen → run → observe. Calls are validated and screened for repeats (pure `loop` functions);
 the ones that may run go out at once, in parallel, each as the tool's own activity (a local
 activity for a tool that opts in with `ToolOptions.local`), while calls that need a person
-wait in `HumanGate`; then errors are screened for repeats and every call gets its step. The
+wait in `HumanGate` (after the tool's `precheck`, which refuses at once arguments that can
+never succeed); then errors are screened for repeats and every call gets its step. The
 workflow records the round.
 
 Seams: `_execute` is where a tool whose activity is a child workflow (a sub-agent) or a call to
@@ -15,6 +16,7 @@ listed from outside servers would be added.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -59,6 +61,10 @@ with workflow.unsafe.imports_passed_through():
 
 LOCAL_TOOLS_PATCH = "local-tools"
 """Patch id of running `ToolOptions.local` tools as local activities (see `_run_activity`)."""
+
+PRECHECK_PATCH = "tool-precheck"
+"""Patch id of refusing a call its tool's precheck rejects instead of asking a person (see
+`_precheck`)."""
 
 MCP_TOOL_OPTIONS = ToolOptions(start_to_close_timeout=timedelta(seconds=60))
 """How an MCP server's tool is run: a minute per attempt, transient failures retried."""
@@ -273,6 +279,11 @@ class ToolRound:
             self._log_refusal(call, policy.because, "denied")
             return step(denied_observation(policy.because), "denied", args), False
         if callee.asks_user or policy.action == "ask":
+            refusal = self._precheck(callee, call, args)
+            if refusal is not None:
+                policy = PolicyVerdict(policy.action, approvals.PRECHECK)
+                observation = approvals.precheck_observation(call.name, refusal)
+                return step(observation, "error", args), False
             request, human = await self._wait_for_person(callee, call, args)
             if not approvals.should_run(human):
                 status: StepStatus = (
@@ -289,6 +300,38 @@ class ToolRound:
         note = approvals.edited_note(human) if human else None
         text = f"{note}\n{observation}" if note else observation
         return step(text, status, args, human), stop_run
+
+    def _precheck(self, item: Callee, call: ToolCall, args: dict[str, Any]) -> str | None:
+        """Why a call about to wait for a person can never succeed, per its tool's `precheck`
+        (`ToolOptions.precheck`), or None: then the person is asked.
+
+        A precheck that raises (or returns something odd) is a bug in the tool: it is logged and
+        the person is asked as if there were no precheck, so the workflow task never fails on
+        it. Refusing is behind the `tool-precheck` patch, asked only when a precheck refuses: a
+        run recorded before it asked a person about such a call and replays that way, and a run
+        whose prechecks all pass carries no patch marker."""
+        tool = item.local
+        if tool is None or tool.options.precheck is None:
+            return None
+        try:
+            reason = approvals.precheck_refusal(tool, args)
+        except Exception as error:
+            self._log(
+                "precheck of %s call %s raised %s: %s (a bug in the tool); asking a person anyway",
+                item.name,
+                call.id,
+                type(error).__name__,
+                error,
+                level=logging.WARNING,
+                tool=item.name,
+                call_id=call.id,
+                outcome="precheck_failed",
+            )
+            return None
+        if reason is None or not workflow.patched(PRECHECK_PATCH):
+            return None
+        self._log_refusal(call, reason, "refused by precheck")
+        return reason
 
     async def _wait_for_person(
         self, item: Callee, call: ToolCall, args: dict[str, Any]

@@ -3,7 +3,9 @@
 The path comes from the model, so it is confined with `resolve_in_workspace` (relative paths
 only, no `..`, no symlinks leading outside). The file is opened with `O_NOFOLLOW` (the final
 component may not have become a symlink since the check) and `O_NONBLOCK` (so a FIFO cannot
-hang the activity), and must be a regular file.
+hang the activity), and must be a regular file. Its `precheck` applies the same path rule to
+the string (`path_problem`), so when a run's policy makes a read wait for a person, a path that
+can never be read is refused before anyone is asked.
 
 Output: the text, at most `max_chars` characters. Notes for the model are appended in square
 brackets on their own line after a blank line: when the text was truncated, and when the file
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tools.builtin.workspace import resolve_in_workspace
+from tools.builtin.workspace import path_problem, resolve_in_workspace
 from tools.definition import ToolContext, ToolError, tool
 
 DEFAULT_MAX_CHARS = 20_000
@@ -48,6 +50,12 @@ class ReadFileArgs(BaseModel):
         le=MAX_MAX_CHARS,
         description="Read at most this many characters; longer files are truncated.",
     )
+
+
+def read_file_precheck(args: ReadFileArgs) -> str | None:
+    """Why this read can never succeed, from the path string alone (pure: see
+    `ToolOptions.precheck`), or None."""
+    return path_problem(args.path)
 
 
 def read_text_file(workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
@@ -95,7 +103,7 @@ def read_text_file(workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHAR
     return text
 
 
-@tool(start_to_close_timeout=timedelta(seconds=10))
+@tool(start_to_close_timeout=timedelta(seconds=10), precheck=read_file_precheck)
 async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     """Read a UTF-8 text file from the workspace folder and return its contents.
 

@@ -6,6 +6,10 @@ and must, after every symbolic link is resolved, still lie inside the (resolved)
 A symlink inside the workspace that points outside is therefore refused, as is one in a
 directory component (`linked_dir/secret`).
 
+The part of the rule that needs only the string (`path_problem`) is also each file tool's
+`precheck`: the workflow runs it before a call that needs approval asks a person, so a call
+that can never succeed is refused at once, and nobody is asked to approve it.
+
 `..` is refused even when it would stay inside (`a/../b`): the model can always write the
 plain path, and refusing it outright keeps the rule easy to state and to audit.
 
@@ -22,34 +26,47 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from tools.definition import ToolError
 
 
-def resolve_in_workspace(workspace: Path, path: str, *, must_exist: bool = True) -> Path:
-    """Resolve `path` (relative to `workspace`) to an absolute path inside the workspace.
+def path_problem(path: str) -> str | None:
+    """Why `path` can never name a file inside a workspace, from the string alone, or None.
 
-    Raises `ToolError` with a message for the model when the path is empty, absolute,
-    contains `..` or a NUL byte, leads (through symlinks) outside the workspace, or, when
-    `must_exist` (the default; a write tool passes False), does not exist. The returned path
-    has all symlinks resolved.
+    The rule every file tool applies first: the path must not be empty or blank, hold a NUL
+    byte, be absolute (POSIX or Windows, a drive included) or contain a `..` component. Pure
+    (no filesystem, no clock, no environment), so the workflow also runs it as the file tools'
+    `precheck`, before a call that needs approval asks a person; the symlink check needs the
+    filesystem and stays in `resolve_in_workspace`.
     """
     if not path or not path.strip():
-        raise ToolError(
-            "the path is empty; give a path relative to the workspace, e.g. 'notes.txt'"
-        )
+        return "the path is empty; give a path relative to the workspace, e.g. 'notes.txt'"
     if "\x00" in path:
-        raise ToolError("the path contains a NUL byte, which is not allowed")
+        return "the path contains a NUL byte, which is not allowed"
     if (
         PurePosixPath(path).is_absolute()
         or PureWindowsPath(path).is_absolute()
         or (PureWindowsPath(path).drive)
     ):
-        raise ToolError(
+        return (
             f"absolute paths are not allowed ({path!r}); give a path relative to the workspace, "
             "e.g. 'docs/readme.md'"
         )
     if ".." in PurePosixPath(path).parts or ".." in PureWindowsPath(path).parts:
-        raise ToolError(
+        return (
             f"'..' is not allowed in paths ({path!r}); give a path from the workspace root, "
             "e.g. 'docs/readme.md'"
         )
+    return None
+
+
+def resolve_in_workspace(workspace: Path, path: str, *, must_exist: bool = True) -> Path:
+    """Resolve `path` (relative to `workspace`) to an absolute path inside the workspace.
+
+    Raises `ToolError` with a message for the model when the path breaks `path_problem`'s rule
+    (empty, absolute, `..` or a NUL byte), leads (through symlinks) outside the workspace, or,
+    when `must_exist` (the default; a write tool passes False), does not exist. The returned
+    path has all symlinks resolved.
+    """
+    problem = path_problem(path)
+    if problem is not None:
+        raise ToolError(problem)
     try:
         root = workspace.resolve(strict=True)
     except (OSError, RuntimeError) as exc:

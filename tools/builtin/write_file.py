@@ -5,6 +5,10 @@ approves (possibly with edited arguments) or rejects it. The path is confined li
 `read_file`'s. The write is atomic and idempotent: the content goes to a temporary file named
 after the call's idempotency key and is then renamed over the target, so a retry after a crash
 rewrites the same bytes and a reader never sees half a file.
+
+Its `precheck` applies the workspace's path rule to the path string (`path_problem`), so a
+write that can never succeed (`../outside.txt`, an absolute path) is refused before anyone is
+asked to approve it; the symlink check needs the filesystem and runs in the activity.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from tools.builtin.workspace import resolve_in_workspace
+from tools.builtin.workspace import path_problem, resolve_in_workspace
 from tools.definition import ToolContext, ToolError, tool
 
 MAX_CONTENT_CHARS = 1_000_000
@@ -33,6 +37,12 @@ class WriteFileArgs(BaseModel):
     )
     content: str = Field(max_length=MAX_CONTENT_CHARS, description="The full text to write.")
     overwrite: bool = Field(default=True, description="Replace the file if it exists.")
+
+
+def write_file_precheck(args: WriteFileArgs) -> str | None:
+    """Why this write can never succeed, from the path string alone (pure: see
+    `ToolOptions.precheck`), or None."""
+    return path_problem(args.path)
 
 
 def write_text_file(workspace: Path, args: WriteFileArgs, idempotency_key: str) -> str:
@@ -56,7 +66,11 @@ def write_text_file(workspace: Path, args: WriteFileArgs, idempotency_key: str) 
     return f"wrote {len(data)} bytes to {args.path}"
 
 
-@tool(start_to_close_timeout=timedelta(seconds=10), requires_approval=True)
+@tool(
+    start_to_close_timeout=timedelta(seconds=10),
+    requires_approval=True,
+    precheck=write_file_precheck,
+)
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     """Write a text file in the workspace folder (creates folders; replaces the file unless
     overwrite is false). A person must approve each write."""
