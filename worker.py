@@ -6,7 +6,10 @@ uses the one on localhost:7233 if one answers, else starts an embedded dev serve
 http://localhost:8233, data in .temporal/dev.db). Without OPENAI_API_KEY it uses the offline
 demo model. Long-term memory (the remember / recall / forget tools) is opened and migrated at
 start: SQLite in MEMORY_DATABASE_PATH, or PostgreSQL at MEMORY_DATABASE_URL. Ctrl-C (or
-SIGTERM) drains and stops both. See runtime/settings.py for every environment variable.
+SIGTERM) drains and stops both. The embedded server stops with the worker even when the worker
+is killed (runtime/dev_server.py); a server found already listening is reused, with a warning
+that this worker did not start it and will not stop it. See runtime/settings.py for every
+environment variable.
 """
 
 from __future__ import annotations
@@ -62,6 +65,16 @@ def start_command(settings: AgentSettings, address: str | None, cli: str) -> str
     return f"{cli} {shlex.join(parts)}"
 
 
+def reuse_message(address: str) -> str:
+    """What the worker says when it uses a local server it found instead of starting one."""
+    return (
+        f"reusing the Temporal server already listening on {address}: it was NOT started by "
+        "this worker process (another worker's embedded server, a `temporal server start-dev` "
+        "of yours, or one left by an older version), so this worker will not stop it, and its "
+        "data and Web UI are whatever that server has"
+    )
+
+
 async def serve(settings: AgentSettings) -> None:
     for module in settings.tool_modules:  # they register their tools in REGISTRY on import
         importlib.import_module(module)
@@ -84,7 +97,7 @@ async def serve(settings: AgentSettings) -> None:
     if not configured:
         if is_listening("127.0.0.1", port):
             connection = connection.with_target(address=f"localhost:{port}")
-            log.info("using the Temporal server already listening on %s", connection.address)
+            log.warning(reuse_message(connection.address or f"localhost:{port}"))
         else:
             log.info("no Temporal server on localhost:%d: starting an embedded dev server", port)
             server = DevServer.start(
@@ -93,9 +106,17 @@ async def serve(settings: AgentSettings) -> None:
                 ui_port=settings.dev_server_ui_port,
                 ui_codec_endpoint=settings.codec_endpoint,
             )
+            log.info(
+                "started an embedded Temporal dev server on %s (data in %s, process group %d): "
+                "it stops when this worker stops, even if the worker is killed",
+                server.address,
+                settings.dev_server_db,
+                server.process_group,
+            )
             connection = connection.with_target(address=server.address)
             ui_url = server.ui_url
     address = connection.address or DEFAULT_ADDRESS
+    reused = not configured and server is None
     memory: MemoryStore | None = None
     try:
         client = await connect_with_settings(
@@ -153,6 +174,11 @@ async def serve(settings: AgentSettings) -> None:
             cli = shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))
             shown = None if configured else address  # else the CLI reads the same settings
             web_ui = "" if configured else f"Web UI: {ui_url}\n"  # a local server's UI
+            stops_too = "."
+            if server is not None:
+                stops_too = " and the embedded server."
+            elif reused:
+                stops_too = f" (not the server at {address}: this worker did not start it)."
             print(
                 f"\nWorker ready on task queue {settings.task_queue!r} at {address} "
                 f"with tools: {', '.join(REGISTRY.names())}\n"
@@ -161,7 +187,7 @@ async def serve(settings: AgentSettings) -> None:
                 f"Its result:\n  {cli} "
                 f"{shlex.join(['workflow', 'result', *address_flag(shown)])}"
                 " --workflow-id agent-demo-1\n"
-                "Ctrl-C stops the worker" + (" and the embedded server." if server else "."),
+                f"Ctrl-C stops the worker{stops_too}",
                 flush=True,
             )
             await stop.wait()
