@@ -21,16 +21,28 @@ StructuredOutput = Literal["tool", "native"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
+MAX_WAIT_SECONDS = 366 * 24 * 3600
+"""Longest wait for a person that a run may set (a year): a timer far beyond it overflows."""
+MAX_TOKEN_BUDGET = 10**12
+
+
+def has_visible_text(text: str) -> bool:
+    """Whether `text` holds a character a person can see (not only spaces, newlines or
+    zero-width and other format characters)."""
+    return any(c.isprintable() and not c.isspace() for c in text)
+
 
 class AgentSettings(BaseModel):
     """How an agent runs: model, tools, limits, approvals, guards. Shared by one-shot runs
     (`AgentInput`) and sessions (`SessionInput.agent`).
 
     Unknown fields are refused so that a typo (`max_iteration`) fails loudly instead of being
-    silently ignored.
+    silently ignored. Types are strict (`true` is not 1, `"5"` is not 5, NaN and Infinity are
+    not numbers), and every number has an upper bound: a huge value would overflow a timer or a
+    counter later in the run instead of failing its start.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1, max_length=100_000)
     model: str | None = Field(
@@ -52,6 +64,7 @@ class AgentSettings(BaseModel):
     approval_timeout_seconds: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_WAIT_SECONDS,
         description="How long a call waits for a person (approval or reply); None: no limit.",
     )
     approval_timeout_action: TimeoutAction = Field(
@@ -63,7 +76,10 @@ class AgentSettings(BaseModel):
         "for the best answer; fail: the run fails (MaxIterationsReached).",
     )
     max_total_tokens: int | None = Field(
-        default=None, gt=0, description="Token budget over all model calls; None: no limit."
+        default=None,
+        gt=0,
+        le=MAX_TOKEN_BUDGET,
+        description="Token budget over all model calls; None: no limit.",
     )
     cost_budget: CostBudget | None = Field(
         default=None, description="Money budget with a per-model price table."
@@ -206,6 +222,9 @@ class SessionLink(BaseModel):
 
     workflow_id: str
     turn_id: str
+    token: str = ""
+    """Made by the session for a turn that is its own child run; sent back in `turn_pending`
+    and `turn_finished`, so the session takes reports only from the turn it started."""
     scope: str | None = None
     """`<session>/turn-<n>` for a turn run inside the session: its child runs' ids and its
     tools' idempotency keys start with it (not with the session's id, which every turn shares)."""
@@ -223,7 +242,10 @@ class AgentInput(AgentSettings):
         default=None, description="Set by SessionWorkflow: the session this run is a turn of."
     )
     depth: int = Field(
-        default=0, ge=0, description="Set by a parent run: how deep this sub-agent is nested."
+        default=0,
+        ge=0,
+        le=10,
+        description="Set by a parent run: how deep this sub-agent is nested.",
     )
     parent: ParentLink | None = Field(
         default=None, description="Set by a parent run: where this sub-agent reports to."
@@ -239,6 +261,13 @@ class AgentInput(AgentSettings):
             "cache holds (digests), so the next run does not send the carried messages again."
         ),
     )
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_is_visible(cls, prompt: str) -> str:
+        if not has_visible_text(prompt):
+            raise ValueError("the prompt holds no visible text")
+        return prompt
 
     @field_validator("history")
     @classmethod

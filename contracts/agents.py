@@ -25,7 +25,7 @@ class AgentProfile(BaseModel):
     agents: list[str] = Field(default=[], description="Profiles it may call in turn.")
     model: str | None = Field(default=None, description="None: the parent run's model.")
     max_iterations: int = Field(default=8, ge=1, le=1000)
-    max_total_tokens: int | None = Field(default=None, gt=0)
+    max_total_tokens: int | None = Field(default=None, gt=0, le=10**12)
     output_schema: dict[str, Any] | None = None
 
 
@@ -35,15 +35,20 @@ class ParentLink(BaseModel):
 
     workflow_id: str
     call_key: str
+    token: str = ""
+    """Made by the parent when it starts the child, and sent back in each `child_pending`: a
+    report without it is not from a child the parent started (runs started before the token
+    existed have none)."""
 
 
 class ChildPending(BaseModel):
     """Signal `child_pending`: the child's calls (and its own children's) waiting for a
     person, as the child sees them."""
 
-    call_key: str
-    workflow_id: str
-    pending: list[PendingRequest]
+    call_key: str = Field(max_length=300)
+    workflow_id: str = Field(max_length=1000)
+    token: str = Field(default="", max_length=100)
+    pending: list[PendingRequest] = Field(max_length=200)
 
 
 class DelegateArgs(BaseModel):

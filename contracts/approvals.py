@@ -7,10 +7,11 @@ every model here is what that JSON must look like.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 DECISION_REFUSED = "DecisionRefused"
 """Error type of a refused `decide` update (unknown or decided call, bad edited args, ...)."""
@@ -23,6 +24,31 @@ WaitKind = Literal["approval", "question", "plan"]
 TimeoutAction = Literal["reject", "approve", "fail"]
 Decision = Literal["approve", "reject"]
 Outcome = Literal["approved", "edited", "rejected", "answered", "timed_out"]
+
+
+MAX_EDITED_ARGS_BYTES = 64 * 1024
+"""Largest edited arguments a person may send (as compact JSON): they are kept in the call's
+step, which the `status` query and the run's result show."""
+MAX_NOTE_CHARS = 10_000
+"""Longest comment or reason a person may attach to a decision."""
+MAX_REPLY_CHARS = 50_000
+"""Longest answer to an `ask_user` question."""
+
+
+def _bounded_args(args: dict[str, Any] | None) -> dict[str, Any] | None:
+    if args is not None:
+        size = len(json.dumps(args, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_EDITED_ARGS_BYTES:
+            raise ValueError(
+                f"the edited arguments have {size} bytes as JSON; the most is "
+                f"{MAX_EDITED_ARGS_BYTES}"
+            )
+    return args
+
+
+EditedArgs = Annotated[dict[str, Any] | None, AfterValidator(_bounded_args)]
+Who = Annotated[str | None, Field(max_length=200)]
+Note = Annotated[str | None, Field(max_length=MAX_NOTE_CHARS)]
 
 
 class PendingRequest(BaseModel):
@@ -45,13 +71,13 @@ class ApproveSignal(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str = Field(min_length=1)
-    args: dict[str, Any] | None = None
+    call_id: str = Field(min_length=1, max_length=500)
+    args: EditedArgs = None
     args_digest: str | None = Field(
-        default=None, description="If given, must match the pending call's digest."
+        default=None, max_length=100, description="If given, must match the pending call's digest."
     )
-    by: str | None = None
-    comment: str | None = None
+    by: Who = None
+    comment: Note = None
 
 
 class RejectSignal(BaseModel):
@@ -59,9 +85,9 @@ class RejectSignal(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str = Field(min_length=1)
-    reason: str | None = None
-    by: str | None = None
+    call_id: str = Field(min_length=1, max_length=500)
+    reason: Note = None
+    by: Who = None
 
 
 class ReplySignal(BaseModel):
@@ -69,9 +95,9 @@ class ReplySignal(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str = Field(min_length=1)
-    text: str
-    by: str | None = None
+    call_id: str = Field(min_length=1, max_length=500)
+    text: str = Field(max_length=MAX_REPLY_CHARS)
+    by: Who = None
 
 
 class DecideUpdate(BaseModel):
@@ -79,13 +105,13 @@ class DecideUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    call_id: str = Field(min_length=1)
+    call_id: str = Field(min_length=1, max_length=500)
     decision: Decision
-    args: dict[str, Any] | None = None
-    args_digest: str | None = None
-    reason: str | None = None
-    by: str | None = None
-    comment: str | None = None
+    args: EditedArgs = None
+    args_digest: str | None = Field(default=None, max_length=100)
+    reason: Note = None
+    by: Who = None
+    comment: Note = None
 
 
 class HumanDecision(BaseModel):

@@ -12,8 +12,8 @@ class ModelPrice(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_per_million: float = Field(ge=0)
-    output_per_million: float = Field(ge=0)
+    input_per_million: float = Field(ge=0, le=1_000_000, allow_inf_nan=False)
+    output_per_million: float = Field(ge=0, le=1_000_000, allow_inf_nan=False)
 
 
 class CostBudget(BaseModel):
@@ -25,5 +25,5 @@ class CostBudget(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_usd: float = Field(gt=0, allow_inf_nan=False)
+    max_usd: float = Field(gt=0, le=1_000_000_000, allow_inf_nan=False)
     prices: dict[Annotated[str, Field(min_length=1)], ModelPrice] = Field(min_length=1)

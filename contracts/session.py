@@ -66,6 +66,9 @@ class TurnReport(BaseModel):
 
     turn_id: str
     workflow_id: str
+    token: str = ""
+    """The child turn's `SessionLink.token`: a report without it is not from the session's
+    running turn (turns started before tokens existed have none)."""
     answer: str = ""
     stop_reason: StopReason | None = None
     steps: list[ToolStep] = []
@@ -75,9 +78,12 @@ class TurnReport(BaseModel):
 
 
 class PendingList(BaseModel):
-    """Signal `turn_pending` (from a running turn): its pending requests."""
+    """Signal `turn_pending` (from a running child turn): its pending requests. Turns started
+    before tokens existed send the bare list."""
 
-    pending: list[PendingRequest]
+    workflow_id: str = ""
+    token: str = ""
+    pending: list[PendingRequest] = Field(max_length=200)
 
 
 class TurnResult(BaseModel):
@@ -102,6 +108,8 @@ class RunningTurn(BaseModel):
     message: QueuedMessage
     workflow_id: str
     inline: bool = False
+    token: str = ""
+    """Given to a child turn in its `SessionLink`; its reports must carry it."""
 
 
 class SessionCarry(BaseModel):
@@ -123,9 +131,10 @@ class SessionCarry(BaseModel):
 
 
 class SessionInput(BaseModel):
-    """How the session's agent runs, and what it remembers."""
+    """How the session's agent runs, and what it remembers (strict types and bounded numbers,
+    as `AgentSettings`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     agent: AgentSettings = AgentSettings()
     memory_max_turns: int = Field(default=20, ge=0, le=1000)
@@ -153,7 +162,7 @@ class SendMessage(TurnOutput):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1)
-    by: str | None = None
+    by: str | None = Field(default=None, max_length=200)
 
 
 class EndSession(BaseModel):
@@ -161,8 +170,16 @@ class EndSession(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = None
-    by: str | None = None
+    reason: str | None = Field(default=None, max_length=10_000)
+    by: str | None = Field(default=None, max_length=200)
+
+
+class CancelTurn(BaseModel):
+    """Signal `cancel_turn`: no input, or `{"by"?: "..."}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str | None = Field(default=None, max_length=200)
 
 
 SessionState = Literal["idle", "running", "ended"]

@@ -124,3 +124,30 @@ def outside_tools_problem(local: Iterable[str], outside: Iterable[str]) -> str |
         f"mcp_servers: MCP tool(s) {', '.join(clashes)} would take the name of a local tool "
         "or agent profile"
     )
+
+
+def link_problem(params: AgentInput, *, parent_id: str | None, continued: bool) -> str | None:
+    """Why a run's links cannot be believed, or None. What Temporal knows of the run (the
+    workflow that started it, whether it continues an earlier run) is the truth: the input
+    fields a parent, a session or the run itself sets (`parent`, `session`, `depth`,
+    `resume`, `resume_context`) are refused when they claim anything else, so a client cannot
+    pose as a sub-agent of another run or a turn of another session."""
+    if params.parent is not None and params.parent.workflow_id != parent_id:
+        return (
+            f"parent: this run was not started by {params.parent.workflow_id!r} (set by a parent "
+            "run for its sub-agent, never by a client)"
+        )
+    if params.depth > 0 and params.parent is None:
+        return "depth: set by a parent run for its sub-agent; this run has no parent"
+    if params.session is not None and params.session.workflow_id != parent_id:
+        return (
+            f"session: this run was not started by session {params.session.workflow_id!r} (set "
+            "by SessionWorkflow for its turn, never by a client)"
+        )
+    carried = params.resume is not None or params.resume_context is not None
+    if carried and not continued and params.session is None:
+        return (
+            "resume: set by the run itself when it continues-as-new (or by its session when a "
+            "turn moves to a run of its own); this run does neither"
+        )
+    return None

@@ -99,7 +99,33 @@ def with_outcome(state: PlanState, outcome: StepOutcome) -> PlanState:
 def with_notes(state: PlanState, steering: Sequence[SteerMessage]) -> PlanState:
     """Steering messages that arrived while the plan ran become notes for what follows."""
     notes = [f"{s.by or 'the user'}: {s.text}" for s in steering]
-    return state.model_copy(update={"notes": [*state.notes, *notes]}) if notes else state
+    if not notes:
+        return state
+    return state.model_copy(update={"notes": recent_notes([*state.notes, *notes])})
+
+
+_NOTES_FULL = ": the notes are full)"
+MAX_PLAN_NOTES_CHARS = 50_000
+"""Most characters of notes a plan keeps: every later step's task carries them."""
+
+
+def recent_notes(notes: list[str], budget: int = MAX_PLAN_NOTES_CHARS) -> list[str]:
+    """The most recent notes that fit in `budget` characters, oldest first; a note saying how
+    many were dropped leads when some were."""
+    dropped_before = 0
+    if notes and notes[0].endswith(_NOTES_FULL) and notes[0].startswith("("):
+        dropped_before = int(notes[0][1:].split(" ", 1)[0])
+        notes = notes[1:]
+    kept: list[str] = []
+    used = 0
+    for note in reversed(notes):
+        if used + len(note) > budget:
+            break
+        kept.append(note)
+        used += len(note)
+    dropped = dropped_before + len(notes) - len(kept)
+    lead = [f"({dropped} earlier message(s) dropped{_NOTES_FULL}"] if dropped else []
+    return [*lead, *reversed(kept)]
 
 
 def _notes_lines(state: PlanState) -> list[str]:

@@ -55,8 +55,32 @@ def with_steering(pad: Scratchpad) -> Scratchpad:
     return pad.model_copy(update={"messages": [*pad.messages, *steered], "steering": []})
 
 
+MAX_QUEUED_STEERING = 10
+"""Most steering messages waiting for the model's next call (a run waiting for a person takes
+no model call, so the queue would grow without bound)."""
+MAX_QUEUED_STEERING_CHARS = 50_000
+"""Most characters of the steering messages waiting together: they join one model call's input
+and the `status` query, which must stay far under Temporal's 2 MB payload limit."""
+
+
+def steering_refusal(pad: Scratchpad, steer: SteerMessage) -> str | None:
+    """Why `steer` cannot be queued now (the queue is full), or None."""
+    if len(pad.steering) >= MAX_QUEUED_STEERING:
+        return (
+            f"{len(pad.steering)} steering messages already wait for the model's next call; "
+            f"the most is {MAX_QUEUED_STEERING}"
+        )
+    queued = sum(len(s.text) for s in pad.steering)
+    if queued + len(steer.text) > MAX_QUEUED_STEERING_CHARS:
+        return (
+            f"the steering messages waiting would hold {queued + len(steer.text)} characters; "
+            f"the most is {MAX_QUEUED_STEERING_CHARS}"
+        )
+    return None
+
+
 def steered(pad: Scratchpad, steer: SteerMessage) -> Scratchpad:
-    """`steer` queued for the model's next call."""
+    """`steer` queued for the model's next call (check `steering_refusal` first)."""
     return pad.model_copy(update={"steering": [*pad.steering, steer]})
 
 

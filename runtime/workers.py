@@ -30,6 +30,7 @@ from tools.definition import Tool
 from tools.memory_store import MemoryStore
 from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
+from workflows.input_guard import InputCountGuard
 from workflows.session_workflow import SessionWorkflow
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ def build_workers(
             # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its
             # runs move to another worker sooner.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+            # More payloads than a handler takes fail the run or are refused, never the task.
+            interceptors=[InputCountGuard()],
             **options,
         )
 

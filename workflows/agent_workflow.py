@@ -18,6 +18,7 @@ from collections.abc import Coroutine
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -33,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from loop.context_plan import summary_due, with_summary
     from loop.continuation import compact_for_carry
-    from loop.input_validation import InvalidAgentInput, validate_agent_input
+    from loop.input_validation import InvalidAgentInput, link_problem, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import read_reply
     from loop.output import (
@@ -59,11 +60,17 @@ with workflow.unsafe.imports_passed_through():
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway, run_conversation
     from workflows.plan_and_execute import PlanRunner
-    from workflows.refusals import refuse
+    from workflows.refusals import NO_INPUT, BadInput, read_payload, refuse
     from workflows.run_controls import RunControls
     from workflows.run_log import RunLog
     from workflows.run_tools import prepare_tools
-    from workflows.session_link import TurnCancelled, session_steps, signal_session, turn_report
+    from workflows.session_link import (
+        TurnCancelled,
+        pending_report,
+        session_steps,
+        signal_session,
+        turn_report,
+    )
     from workflows.tool_round import ToolRound
     from workflows.turn_host import TurnHost, TurnOutgrewSession
 
@@ -104,15 +111,35 @@ class AgentWorkflow(RunControls):
     # -- the run -------------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw_input: Any) -> AgentResult:
-        # The input arrives untyped on purpose: if the SDK decoded it into AgentInput, bad CLI
-        # JSON would fail the workflow *task* and retry forever; here it fails the run at once.
+    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
+        # The input arrives raw on purpose: if the SDK decoded it into AgentInput, bad CLI JSON
+        # (or none at all) would fail the workflow *task* and retry forever; here it fails the
+        # run at once, naming the problem.
+        return await self.run_input(raw_input)
+
+    async def run_input(self, raw_input: Any) -> AgentResult:
+        """The run, from its raw input (a `RawValue`, or a session's `AgentInput` for a turn
+        it hosts)."""
         try:
             params = validate_agent_input(
-                raw_input, REGISTRY.names(), OUTPUT_TYPES.names(), AGENT_PROFILES.by_name()
+                read_payload(raw_input, max_bytes=None),
+                REGISTRY.names(),
+                OUTPUT_TYPES.names(),
+                AGENT_PROFILES.by_name(),
             )
+        except BadInput as error:
+            refuse(f"invalid AgentWorkflow input: {error}", INVALID_INPUT)
         except InvalidAgentInput as error:
             refuse(str(error), INVALID_INPUT)
+        if self._host is None:
+            info = workflow.info()
+            problem = link_problem(
+                params,
+                parent_id=info.parent.workflow_id if info.parent else None,
+                continued=info.continued_run_id is not None,
+            )
+            if problem:
+                refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
         self._params = params
         self._pad = first_scratchpad(params)
         try:
@@ -202,7 +229,7 @@ class AgentWorkflow(RunControls):
         self._announce(params, run_tools.names)
         model = ModelGateway(params, self._log, self._conversation(params))
         runner = PlanRunner(
-            params, self, model, self._gate, self._log, run_tools.schemas, self._children.forget
+            params, self, model, self._gate, self._log, run_tools.schemas, self._children
         )
         return self._finish(await runner.run())
 
@@ -379,11 +406,13 @@ class AgentWorkflow(RunControls):
         if params is None:
             return
         if params.session is not None:
-            self._spawn(signal_session(params.session, "turn_pending", self._pending()))
+            shown = pending_report(params.session, self._pending())
+            self._spawn(signal_session(params.session, "turn_pending", shown))
         if params.parent is not None:
             report = ChildPending(
                 call_key=params.parent.call_key,
                 workflow_id=workflow.info().workflow_id,
+                token=params.parent.token,
                 pending=self._pending(),
             )
             self._spawn(signal_parent(params.parent, report))

@@ -49,6 +49,9 @@ with workflow.unsafe.imports_passed_through():
     from loop import approvals
     from workflows.session_link import run_scope
 
+BOUND_APPROVALS_PATCH = "bound-child-approvals"
+"""Runs recorded before forwarded approvals carried the shown digest replay forwarding `*`."""
+
 KEY_SEPARATOR = "/"
 """Between a child's key and the child's own call id in the ids shown at the parent."""
 
@@ -109,13 +112,37 @@ class Delegated:
     workflow_id: str
 
 
+CHILD_TOKENS_PATCH = "child-link-tokens"
+"""Runs recorded before children carried a token replay without making one."""
+
+
 async def run_child(
-    params: AgentInput, pad: Scratchpad, profile: AgentProfile, task: str, call_id: str
+    params: AgentInput,
+    pad: Scratchpad,
+    profile: AgentProfile,
+    task: str,
+    call_id: str,
+    children: ChildRequests,
 ) -> Delegated:
     """Run `profile` on `task` as a child workflow; its answer (or typed output) is the
-    observation, a failure an `Error: ...` one."""
-    parent_id = workflow.info().workflow_id
+    observation, a failure an `Error: ...` one. While it runs, `children` takes its reports of
+    calls waiting for a person (and no one else's under its key)."""
     key = f"{profile.name}-{call_id}"
+    try:
+        return await _run_child(params, pad, profile, task, key, children)
+    finally:
+        children.forget(key)
+
+
+async def _run_child(
+    params: AgentInput,
+    pad: Scratchpad,
+    profile: AgentProfile,
+    task: str,
+    key: str,
+    children: ChildRequests,
+) -> Delegated:
+    parent_id = workflow.info().workflow_id
     child_id = f"{run_scope(params)}/{key}"
     if params.depth + 1 > params.max_agent_depth:
         return Delegated(
@@ -126,7 +153,9 @@ async def run_child(
             None,
             child_id,
         )
-    link = ParentLink(workflow_id=parent_id, call_key=key)
+    token = workflow.uuid4().hex if workflow.patched(CHILD_TOKENS_PATCH) else ""
+    link = ParentLink(workflow_id=parent_id, call_key=key, token=token)
+    children.expect(key, child_id, token)
     try:
         result = await workflow.execute_child_workflow(
             "AgentWorkflow",
@@ -172,17 +201,43 @@ class ChildRequests:
 
     def __init__(self) -> None:
         self._children: dict[str, ChildPending] = {}
+        self._started: dict[str, tuple[str, str]] = {}
         self._background: set[asyncio.Task[None]] = set()
+
+    def expect(self, call_key: str, workflow_id: str, token: str) -> None:
+        """This run started child `workflow_id` under `call_key` with `token`: only its
+        reports are taken, until `forget`."""
+        self._started[call_key] = (workflow_id, token)
 
     def forward(self, name: str, signal: BaseModel, call_id: str, kind: WaitKind) -> bool:
         """Forward a decision signal to the children it names; True when it named only
         children (so this run has nothing to apply). `*` goes to every child waiting for
-        `kind`, and still applies here too."""
+        `kind`, and still applies here too.
+
+        An approval is bound to what this run shows: each forwarded approval names one call
+        with the digest of the arguments shown here, so a child whose real pending call differs
+        refuses it (`*` is sent as one approval per call shown)."""
+        payload = signal.model_dump(exclude_none=True)
         targets = self.forwards(call_id, kind)
-        for child, inner in targets:
-            payload = {**signal.model_dump(exclude_none=True), "call_id": inner}
-            self._spawn(signal_child(child, name, payload))
+        if name == "approve" and workflow.patched(BOUND_APPROVALS_PATCH):
+            for child, inner, request in self._shown(call_id, kind):
+                bound = {"args_digest": request.args_digest, **payload, "call_id": inner}
+                self._spawn(signal_child(child, name, bound))
+        else:
+            for child, inner in targets:
+                self._spawn(signal_child(child, name, {**payload, "call_id": inner}))
         return bool(targets) and call_id != ALL_PENDING
+
+    def _shown(self, call_id: str, kind: WaitKind) -> list[tuple[str, str, PendingRequest]]:
+        """(child workflow id, the child's call id, the request as shown) for each shown call
+        a decision naming `call_id` applies to."""
+        return [
+            (report.workflow_id, request.call_id, request)
+            for key, report in self._children.items()
+            for request in report.pending
+            if request.kind == kind
+            and (call_id == ALL_PENDING or call_id == f"{key}{KEY_SEPARATOR}{request.call_id}")
+        ]
 
     def check_decide(self, update: DecideUpdate) -> PendingRequest:
         """The child request a `decide` update names, or `DecisionRefused` saying why not."""
@@ -213,14 +268,27 @@ class ChildRequests:
         task.add_done_callback(self._background.discard)
 
     def forget(self, call_key: str) -> None:
-        """The child ended: nothing of it waits any more."""
+        """The child ended: nothing of it waits any more, and nothing more is taken from it."""
         self._children.pop(call_key, None)
+        self._started.pop(call_key, None)
 
-    def update(self, report: ChildPending) -> None:
+    def update(self, report: ChildPending) -> bool:
+        """Take a child's report of its pending calls; False (ignored, logged) unless it comes
+        from a running child this run started, with the token it was given."""
+        started = self._started.get(report.call_key)
+        if started is None or started != (report.workflow_id, report.token):
+            workflow.logger.warning(
+                "signal %s ignored: %s is not a running sub-agent of this run under %r",
+                CHILD_PENDING_SIGNAL,
+                report.workflow_id,
+                report.call_key,
+            )
+            return False
         if report.pending:
             self._children[report.call_key] = report
         else:
             self._children.pop(report.call_key, None)
+        return True
 
     def visible(self) -> list[PendingRequest]:
         """Each child's pending requests under this run's ids, with commands aimed here."""

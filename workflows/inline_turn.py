@@ -63,7 +63,7 @@ class InlineTurn:
         link = agent_input.session
         assert link is not None
         try:
-            result = await self.agent.run(agent_input.model_dump(mode="json"))
+            result = await self.agent.run_input(agent_input.model_dump(mode="json"))
         except TurnOutgrewSession as outgrown:
             self.outgrown = outgrown.carried
             return None

@@ -18,7 +18,6 @@ The plan lives in the scratchpad, so `status`, the Web UI's details and the resu
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 from temporalio import workflow
@@ -52,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.progress import next_iteration, with_model_call, with_spending
     from loop.stop import Stop
     from tools.definition import ToolOptions
-    from workflows.delegation import run_child
+    from workflows.delegation import ChildRequests, run_child
     from workflows.human_gate import HumanGate
     from workflows.model_gateway import ModelGateway
     from workflows.run_log import RunLog
@@ -81,7 +80,7 @@ class PlanRunner:
         gate: HumanGate,
         log: RunLog,
         tools: list[ToolSchema],
-        on_child_done: Callable[[str], None],
+        children: ChildRequests,
     ):
         self._params = params
         self._host = host
@@ -89,7 +88,7 @@ class PlanRunner:
         self._gate = gate
         self._log = log
         self._tools = tools
-        self._on_child_done = on_child_done
+        self._children = children
         gate.add_schemas({PLAN_TOOL_NAME: Plan})
 
     @property
@@ -193,8 +192,9 @@ class PlanRunner:
         )
         self._take_steering()
         task = step_task(self._params.prompt, self._plan, index)
-        done = await run_child(self._params, self._host.pad, profile, task, str(index + 1))
-        self._on_child_done(f"step-{index + 1}")
+        done = await run_child(
+            self._params, self._host.pad, profile, task, str(index + 1), self._children
+        )
         self._host.pad = with_spending(self._host.pad, done.usage, done.cost_usd)
         failed = done.failed or done.observation.startswith("[the step agent stopped early")
         return StepOutcome(

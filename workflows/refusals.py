@@ -1,40 +1,118 @@
-"""Bad input at a workflow boundary never leaves a workflow task retrying forever: run input
-and update input are refused with a non-retryable `ApplicationError` that names the problem;
-a signal that cannot be read is logged and ignored (a signal has no caller to answer)."""
+"""Bad input at a workflow boundary never leaves a workflow task retrying forever.
+
+Every run, signal and update handler takes its payload raw (`RawValue`, or `NO_INPUT` when the
+sender sent none) and reads it here, so nothing the SDK could fail to decode reaches it:
+
+- `read_payload`: no payload, a payload over the size limit, one that does not decode, or one
+  that holds a value no run can carry (`loop.input_shape`) is a `BadInput` naming the problem;
+- `parse_or_refuse`: run input and update input become the model, or a non-retryable
+  `ApplicationError` that names the problem (a run fails at once; an update is refused by its
+  validator, so nothing enters history);
+- `parse_or_ignore`: a signal that cannot be read is logged and ignored (a signal has no caller
+  to answer).
+
+More payloads than one are refused before any handler runs (`workflows.input_guard`).
+"""
 
 from __future__ import annotations
 
 from typing import Any, NoReturn, TypeVar
 
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
+    from loop.input_shape import shape_problem
     from loop.validation_errors import describe_validation_error
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+NO_INPUT = RawValue(Payload())
+"""The default of every handler's raw parameter: what a handler sees when the sender sent no
+payload at all (`temporal workflow signal` without `--input`, the Web UI's empty dialog)."""
+
+MAX_SIGNAL_PAYLOAD_BYTES = 256 * 1024
+"""Largest signal or update payload taken (Temporal warns above this size; its hard limit is
+2 MB). A start's input is bounded by its fields instead (a prompt, a history)."""
+
+
+class BadInput(ValueError):
+    """A payload that cannot be read; the message names the problem."""
+
+
+_REQUIRED: Any = object()
+
+
+def sent_nothing(raw: Any) -> bool:
+    """Whether the sender sent no payload at all (`NO_INPUT`)."""
+    return isinstance(raw, RawValue) and not raw.payload.metadata and not raw.payload.data
+
+
+def read_payload(
+    raw: Any, *, max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES, missing: Any = _REQUIRED
+) -> Any:
+    """The decoded JSON value of `raw` (a `RawValue`; anything else was decoded already, by a
+    caller inside this workflow), or `BadInput`. No payload at all is `missing` where the
+    input is optional, else `BadInput`."""
+    if sent_nothing(raw):
+        if missing is not _REQUIRED:
+            return missing
+        raise BadInput("no input was sent; expected a JSON object")
+    if isinstance(raw, RawValue):
+        payload = raw.payload
+        size = payload.ByteSize()
+        if max_bytes is not None and size > max_bytes:
+            raise BadInput(f"the input has {size} bytes; the most is {max_bytes}")
+        try:
+            raw = workflow.payload_converter().from_payload(payload)
+        except ValidationError as error:
+            raise BadInput(
+                f"the input does not decode as JSON: {describe_validation_error(error)}"
+            ) from None
+        except Exception as error:
+            raise BadInput(f"the input does not decode: {error}") from None
+    problem = shape_problem(raw)
+    if problem:
+        raise BadInput(problem)
+    return raw
 
 
 def refuse(message: str, error_type: str) -> NoReturn:
     raise ApplicationError(message, type=error_type, non_retryable=True)
 
 
-def parse_or_refuse(model: type[ModelT], raw: Any, what: str, error_type: str) -> ModelT:
+def parse_or_refuse(
+    model: type[ModelT],
+    raw: Any,
+    what: str,
+    error_type: str,
+    *,
+    max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES,
+    missing: Any = _REQUIRED,
+) -> ModelT:
     """`raw` as `model`, or a refusal: `invalid <what>: field: problem; ...`."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(read_payload(raw, max_bytes=max_bytes, missing=missing))
+    except BadInput as error:
+        refuse(f"invalid {what}: {error}", error_type)
     except ValidationError as error:
         refuse(f"invalid {what}: {describe_validation_error(error)}", error_type)
 
 
-def parse_or_ignore(model: type[ModelT], raw: Any, signal: str) -> ModelT | None:
+def parse_or_ignore(
+    model: type[ModelT], raw: Any, signal: str, *, missing: Any = _REQUIRED
+) -> ModelT | None:
     """`raw` as `model`, or None after logging why signal `signal` is ignored."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(read_payload(raw, missing=missing))
+    except BadInput as error:
+        workflow.logger.warning("signal %s ignored: invalid input: %s", signal, error)
     except ValidationError as error:
         workflow.logger.warning(
             "signal %s ignored: invalid input: %s", signal, describe_validation_error(error)
         )
-        return None
+    return None

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
@@ -41,11 +42,11 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from loop import approvals
     from loop.plan import plan_args
-    from loop.progress import steered
+    from loop.progress import steered, steering_refusal
     from loop.status import run_status
     from workflows.delegation import ChildRequests
     from workflows.human_gate import HumanGate
-    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
+    from workflows.refusals import NO_INPUT, parse_or_ignore, parse_or_refuse, refuse
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
@@ -91,22 +92,22 @@ class RunControls:
     # -- decisions from people -----------------------------------------------------------------
 
     @workflow.signal(name="approve")
-    def approve(self, raw: Any) -> None:
+    def approve(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
         self._apply("approve", ApproveSignal, raw, self._gate.approve, "approval")
 
     @workflow.signal(name="reject")
-    def reject(self, raw: Any) -> None:
+    def reject(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
         self._apply("reject", RejectSignal, raw, self._gate.reject, "approval")
 
     @workflow.signal(name="reply")
-    def reply(self, raw: Any) -> None:
+    def reply(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
         self._apply("reply", ReplySignal, raw, self._gate.reply, "question")
 
     @workflow.update(name="decide")
-    def decide(self, raw: Any) -> HumanDecision:
+    def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
         return self.take_decision(raw)
@@ -122,7 +123,7 @@ class RunControls:
             refuse(str(error), DECISION_REFUSED)
 
     @decide.validator
-    def validate_decide(self, raw: Any) -> None:
+    def validate_decide(self, raw: RawValue = NO_INPUT) -> None:
         """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
         try:
@@ -134,7 +135,7 @@ class RunControls:
             refuse(str(error), DECISION_REFUSED)
 
     @workflow.update(name="edit_plan")
-    def edit_plan(self, raw: Any) -> HumanDecision:
+    def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
         approval and approve it; refused (nothing enters history) if malformed or if no plan
         waits."""
@@ -153,7 +154,7 @@ class RunControls:
         )
 
     @edit_plan.validator
-    def validate_edit_plan(self, raw: Any) -> None:
+    def validate_edit_plan(self, raw: RawValue = NO_INPUT) -> None:
         self._plan_edit(raw)
 
     def _plan_edit(self, raw: Any) -> tuple[EditPlan, PendingRequest]:
@@ -164,41 +165,52 @@ class RunControls:
         return edit, waiting[0]
 
     @workflow.signal(name=CHILD_PENDING_SIGNAL)
-    def child_pending(self, raw: Any) -> None:
+    def child_pending(self, raw: RawValue = NO_INPUT) -> None:
         """From a sub-agent: its calls waiting for a person, shown and answered here."""
         report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
-        if report is not None:
-            self._children.update(report)
+        if report is not None and self._children.update(report):
             self._on_gate_change()
 
     # -- steering ------------------------------------------------------------------------------
 
     @workflow.signal(name="steer")
-    def steer_signal(self, raw: Any) -> None:
+    def steer_signal(self, raw: RawValue = NO_INPUT) -> None:
         """`{"text": "...", "by"?: "..."}`: a message the model sees at its next call."""
         steer = parse_or_ignore(SteerMessage, raw, "steer")
-        if steer is not None and self._phase not in ("done", "cancelled"):
-            self._pad = steered(self._pad, steer)
-            self._publish()
+        if steer is None or self._phase in ("done", "cancelled"):
+            return
+        refusal = steering_refusal(self._pad, steer)
+        if refusal is not None:
+            workflow.logger.warning("signal steer ignored: %s", refusal)
+            return
+        self._pad = steered(self._pad, steer)
+        self._publish()
 
     @workflow.update(name="steer")
-    def steer(self, raw: Any) -> list[SteerMessage]:
+    def steer(self, raw: RawValue = NO_INPUT) -> list[SteerMessage]:
         """Like the signal, but refused when it cannot apply; returns what is queued."""
         return self.take_steer(raw)
 
     def take_steer(self, raw: Any) -> list[SteerMessage]:
         """`steer`'s work (also called by a session for its inline turn)."""
-        self._pad = steered(
-            self._pad, parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
-        )
+        self._pad = steered(self._pad, self._steer_message(raw))
         self._publish()
         return self._pad.steering
 
     @steer.validator
-    def validate_steer(self, raw: Any) -> None:
-        parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
+    def validate_steer(self, raw: RawValue = NO_INPUT) -> None:
+        self._steer_message(raw)
+
+    def _steer_message(self, raw: Any) -> SteerMessage:
+        """The message `raw` holds, or a refusal: malformed, the run has ended, the queue is
+        full."""
+        steer = parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
         if self._phase in ("done", "cancelled"):
             refuse(f"the run has ended ({self._phase}); nothing can be steered", STEER_REFUSED)
+        refusal = steering_refusal(self._pad, steer)
+        if refusal is not None:
+            refuse(refusal, STEER_REFUSED)
+        return steer
 
     def _apply(
         self,

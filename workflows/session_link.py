@@ -11,7 +11,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput, SessionLink
     from contracts.agent_result import AgentResult, ToolStep
-    from contracts.session import TurnReport
+    from contracts.approvals import PendingRequest
+    from contracts.session import PendingList, TurnReport
     from contracts.usage import TokenUsage
     from loop.continuation import compact_steps
 
@@ -39,6 +40,7 @@ def turn_report(
     return TurnReport(
         turn_id=link.turn_id,
         workflow_id=workflow.info().workflow_id,
+        token=link.token,
         answer=result.answer if result else "",
         stop_reason=result.stop_reason if result else None,
         steps=session_steps(result.steps) if result else [],
@@ -66,3 +68,11 @@ async def signal_session(link: SessionLink | None, name: str, payload: Any) -> N
         await workflow.get_external_workflow_handle(link.workflow_id).signal(name, payload)
     except Exception as error:
         workflow.logger.warning("could not signal session %s: %s", name, error)
+
+
+def pending_report(link: SessionLink, pending: list[PendingRequest]) -> Any:
+    """What a child turn sends its session as `turn_pending`: its pending requests with its
+    token (the bare list for a session that gave it none, as such sessions expect)."""
+    if not link.token:
+        return pending
+    return PendingList(workflow_id=workflow.info().workflow_id, token=link.token, pending=pending)

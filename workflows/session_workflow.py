@@ -24,13 +24,14 @@ from collections.abc import Callable
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
-    from contracts.agent_input import AgentInput, SessionLink
+    from contracts.agent_input import AgentInput, SessionLink, has_visible_text
     from contracts.agent_status import AgentStatus
     from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
     from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import CachedConversation
     from contracts.scratchpad import Scratchpad
     from contracts.session import (
+        CancelTurn,
         EndSession,
         MemoryTurn,
         PendingList,
@@ -63,14 +65,25 @@ with workflow.unsafe.imports_passed_through():
         remember,
     )
     from loop.session_details import idle_details, turn_details
+    from loop.session_queue import queue_refusal
     from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.inline_turn import InlineTurn
+    from workflows.input_guard import one_payload
     from workflows.model_gateway import run_conversation
-    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
+    from workflows.refusals import (
+        NO_INPUT,
+        BadInput,
+        parse_or_ignore,
+        parse_or_refuse,
+        read_payload,
+        refuse,
+    )
 
 SESSION_REFUSED = "SessionRefused"
 INLINE_TURNS_PATCH = "inline-session-turns"
 """Sessions recorded before turns ran inline started a child run per turn; they replay so."""
+TURN_TOKENS_PATCH = "session-turn-tokens"
+"""Sessions recorded before child turns carried a token replay without making one."""
 INPUT_AT_INIT_PATCH = "session-input-at-init"
 """Sessions recorded before the input was read in `__init__` replay early signals without it."""
 
@@ -84,7 +97,8 @@ class SessionWorkflow:
     """A conversation: update/signal `send`, signal `end`, queries `history` and `status`."""
 
     @workflow.init
-    def __init__(self, raw_input: Any = None) -> None:
+    @one_payload
+    def __init__(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> None:
         """The input is read here, before any handler runs: signals that arrive with a
         continued run's start (an approval for the carried turn) must see what it carries. An
         input that does not parse fails the run in `run`. Runs recorded before this read it in
@@ -96,8 +110,10 @@ class SessionWorkflow:
         self._turn: InlineTurn | None = None
         self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
         if self._input_read:
-            with contextlib.suppress(ValidationError):
-                self._read_input(SessionInput.model_validate(raw_input or {}))
+            with contextlib.suppress(ValidationError, BadInput):
+                self._read_input(
+                    SessionInput.model_validate(read_payload(raw_input, max_bytes=None, missing={}))
+                )
 
     def _read_input(self, params: SessionInput) -> None:
         """Take the settings and what a continued run carries; messages that reached this run
@@ -129,9 +145,9 @@ class SessionWorkflow:
     # -- messages in ---------------------------------------------------------------------------
 
     @workflow.update(name="send")
-    async def send(self, raw: Any) -> TurnResult:
+    async def send(self, raw: RawValue = NO_INPUT) -> TurnResult:
         """`{"text": "...", "by"?: "..."}`: queue a message and return its turn's result."""
-        message = SendMessage.model_validate(raw)
+        message = parse_or_refuse(SendMessage, raw, "message", SESSION_REFUSED)
         info = workflow.current_update_info()
         # Each queued message needs its own id; an update's id can arrive empty from some clients.
         queued_id = info.id if info and info.id else f"update-{workflow.uuid4()}"
@@ -140,12 +156,12 @@ class SessionWorkflow:
         return self._results.pop(queued_id)
 
     @send.validator
-    def validate_send(self, raw: Any) -> None:
+    def validate_send(self, raw: RawValue = NO_INPUT) -> None:
         """Refuse before anything enters history: empty or oversized text, a session that ended."""
         self._check_message(raw)
 
     @workflow.signal(name="send")
-    def send_signal(self, raw: Any) -> None:
+    def send_signal(self, raw: RawValue = NO_INPUT) -> None:
         """Fire-and-forget `send`; a message that cannot be taken is logged and ignored."""
         try:
             message = self._check_message(raw)
@@ -155,11 +171,13 @@ class SessionWorkflow:
         self._carry.queued.append(queued_message(f"signal-{workflow.uuid4()}", message))
 
     @workflow.signal(name="end")
-    def end(self, raw: Any = None) -> None:
-        """`{"reason"?: "...", "by"?: "..."}`: answer what is queued, then close the session."""
-        request = parse_or_ignore(EndSession, raw or {}, "end") or EndSession(
-            reason="(the end signal's input was invalid)"
-        )
+    def end(self, raw: RawValue = NO_INPUT) -> None:
+        """`{"reason"?: "...", "by"?: "..."}` (or no input): answer what is queued, then close
+        the session. An input that cannot be read is logged and ignored, as for every signal:
+        the session stays open."""
+        request = parse_or_ignore(EndSession, raw, "end", missing={})
+        if request is None:
+            return
         self._carry.ended = True
         self._carry.end_reason = request.reason or (
             f"ended by {request.by}" if request.by else None
@@ -169,7 +187,7 @@ class SessionWorkflow:
         if self._carry.ended:
             refuse("the session has ended", SESSION_REFUSED)
         message = parse_or_refuse(SendMessage, raw, "message", SESSION_REFUSED)
-        if not message.text.strip():
+        if not has_visible_text(message.text):
             refuse("text: the message is empty", SESSION_REFUSED)
         if len(message.text) > self._params.max_message_chars:
             refuse(
@@ -177,6 +195,9 @@ class SessionWorkflow:
                 f"{self._params.max_message_chars}",
                 SESSION_REFUSED,
             )
+        queue_full = queue_refusal(self._carry.queued, message)
+        if queue_full:
+            refuse(queue_full, SESSION_REFUSED)
         if message.overrides():
             settings = self._params.agent.model_copy(update=message.overrides())
             problem = output_problem(settings, REGISTRY.names(), OUTPUT_TYPES.names())
@@ -187,34 +208,67 @@ class SessionWorkflow:
     # -- from the turns ------------------------------------------------------------------------
 
     @workflow.signal(name="turn_finished")
-    def turn_finished(self, raw: Any) -> None:
+    def turn_finished(self, raw: RawValue = NO_INPUT) -> None:
+        """From the running child turn: how it ended."""
         report = parse_or_ignore(TurnReport, raw, "turn_finished")
-        if report is not None:
+        if report is not None and self._from_running_turn(
+            "turn_finished", report.workflow_id, report.token, report.turn_id
+        ):
             self._reports[report.turn_id] = report
 
     @workflow.signal(name="turn_pending")
-    def turn_pending(self, raw: Any) -> None:
-        pending = parse_or_ignore(PendingList, {"pending": raw or []}, "turn_pending")
-        if pending is not None:
-            self._carry.pending = pending.pending
+    def turn_pending(self, raw: RawValue = NO_INPUT) -> None:
+        """From the running child turn: its calls waiting for a person."""
+        try:
+            sent = read_payload(raw)
+        except BadInput as error:
+            workflow.logger.warning("signal turn_pending ignored: invalid input: %s", error)
+            return
+        legacy = isinstance(sent, list)  # turns started before tokens send the bare list
+        report = parse_or_ignore(PendingList, {"pending": sent} if legacy else sent, "turn_pending")
+        if report is not None and self._from_running_turn(
+            "turn_pending", None if legacy else report.workflow_id, report.token
+        ):
+            self._carry.pending = report.pending
             self._show_details()
+
+    def _from_running_turn(
+        self, signal: str, workflow_id: str | None, token: str, turn_id: str | None = None
+    ) -> bool:
+        """Whether a report comes from the running child turn (its run id and the token the
+        session gave it; a turn given no token, started before tokens, is taken at its word, as
+        it was then). Anything else is logged and ignored: a client cannot finish or fill
+        another's turn."""
+        running = self._carry.running
+        if running is not None and not running.inline and not running.token:
+            return True
+        if (
+            running is None
+            or running.inline
+            or token != running.token
+            or (workflow_id is not None and workflow_id != running.workflow_id)
+            or (turn_id is not None and turn_id != running.message.id)
+        ):
+            workflow.logger.warning("signal %s ignored: not from the running child turn", signal)
+            return False
+        return True
 
     # -- decisions, forwarded to the running turn ------------------------------------------------
 
     @workflow.signal(name="approve")
-    async def approve(self, raw: Any) -> None:
+    async def approve(self, raw: RawValue = NO_INPUT) -> None:
         await self._forward("approve", raw)
 
     @workflow.signal(name="reject")
-    async def reject(self, raw: Any) -> None:
+    async def reject(self, raw: RawValue = NO_INPUT) -> None:
         await self._forward("reject", raw)
 
     @workflow.signal(name="reply")
-    async def reply(self, raw: Any) -> None:
+    async def reply(self, raw: RawValue = NO_INPUT) -> None:
         await self._forward("reply", raw)
 
     @workflow.signal(name=CHILD_PENDING_SIGNAL)
-    async def child_pending(self, raw: Any) -> None:
+    async def child_pending(self, raw: RawValue = NO_INPUT) -> None:
         """From a sub-agent of an inline turn: its calls waiting for a person. One that arrives
         late from an earlier turn's sub-agent (its ids start with another turn) is dropped."""
         report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
@@ -225,12 +279,12 @@ class SessionWorkflow:
         await self._forward(CHILD_PENDING_SIGNAL, raw)
 
     @workflow.signal(name="steer")
-    async def steer_signal(self, raw: Any) -> None:
+    async def steer_signal(self, raw: RawValue = NO_INPUT) -> None:
         """`{"text": "...", "by"?}`: steer the running turn (see `AgentWorkflow.steer`)."""
         await self._forward("steer", raw)
 
     @workflow.update(name="steer")
-    async def steer(self, raw: Any) -> str:
+    async def steer(self, raw: RawValue = NO_INPUT) -> str:
         """Like the signal, but refused when no turn is running; returns where the turn runs."""
         running = self._carry.running
         if running is None:  # the validator refused it already; kept for type narrowing
@@ -242,7 +296,7 @@ class SessionWorkflow:
         return running.workflow_id
 
     @steer.validator
-    def validate_steer(self, raw: Any) -> None:
+    def validate_steer(self, raw: RawValue = NO_INPUT) -> None:
         parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
         if self._carry.running is None:
             refuse("no turn is running: send a message instead", STEER_REFUSED)
@@ -250,28 +304,30 @@ class SessionWorkflow:
             self._turn.agent.validate_steer(raw)
 
     @workflow.update(name="decide")
-    def decide(self, raw: Any) -> HumanDecision:
+    def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """An inline turn's `decide` (see `AgentWorkflow.decide`); a child turn takes it at its
         own id, which its pending requests name."""
         return self._inline_turn().agent.take_decision(raw)
 
     @decide.validator
-    def validate_decide(self, raw: Any) -> None:
+    def validate_decide(self, raw: RawValue = NO_INPUT) -> None:
         self._inline_turn().agent.validate_decide(raw)
 
     @workflow.update(name="edit_plan")
-    def edit_plan(self, raw: Any) -> HumanDecision:
+    def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """An inline turn's `edit_plan` (see `AgentWorkflow.edit_plan`)."""
         return self._inline_turn().agent.take_plan_edit(raw)
 
     @edit_plan.validator
-    def validate_edit_plan(self, raw: Any) -> None:
+    def validate_edit_plan(self, raw: RawValue = NO_INPUT) -> None:
         self._inline_turn().agent.validate_edit_plan(raw)
 
     @workflow.signal(name="cancel_turn")
-    async def cancel_turn(self, raw: Any = None) -> None:
+    async def cancel_turn(self, raw: RawValue = NO_INPUT) -> None:
         """Cancel the running turn, not the session: it is remembered as not completed and the
-        next message is answered."""
+        next message is answered. Takes no input, or `{"by"?: "..."}`."""
+        if parse_or_ignore(CancelTurn, raw, "cancel_turn", missing={}) is None:
+            return
         running = self._carry.running
         if running is None:
             workflow.logger.warning("signal cancel_turn ignored: no turn is running")
@@ -352,10 +408,22 @@ class SessionWorkflow:
     # -- the conversation ----------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw_input: Any = None) -> SessionResult:
+    @one_payload
+    async def run(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> SessionResult:
         params = parse_or_refuse(
-            SessionInput, raw_input or {}, "SessionWorkflow input", INVALID_INPUT
+            SessionInput,
+            raw_input,
+            "SessionWorkflow input",
+            INVALID_INPUT,
+            max_bytes=None,
+            missing={},
         )
+        if params.carry is not None and workflow.info().continued_run_id is None:
+            refuse(
+                "invalid SessionWorkflow input: carry: set by the session itself when it "
+                "continues-as-new; this run does not continue another",
+                INVALID_INPUT,
+            )
         if not self._input_read:
             self._read_input(params)
         if self._carry.started_at is None:
@@ -427,8 +495,12 @@ class SessionWorkflow:
         `<session>/turn-<n>`, from its carried state; it reports as a child turn does."""
         session = agent_input.session
         assert session is not None and session.scope is not None
+        running.token = self._turn_token()
         child_input = agent_input.model_copy(
-            update={"resume": carried, "session": session.model_copy(update={"scope": None})}
+            update={
+                "resume": carried,
+                "session": session.model_copy(update={"scope": None, "token": running.token}),
+            }
         )
         running.workflow_id, running.inline = session.scope, False
         self._show_details()
@@ -441,12 +513,16 @@ class SessionWorkflow:
         turn_id = message.id
         turn_scope = f"{session_id}/turn-{carry.turns}"
         inline = self._params.turns == "inline" and workflow.patched(INLINE_TURNS_PATCH)
+        token = "" if inline else self._turn_token()
         agent_input = AgentInput(
             **{**self._params.agent.model_dump(), **message.overrides()},
             prompt=message.text,
             history=memory_messages(carry.memory),
             session=SessionLink(
-                workflow_id=session_id, turn_id=turn_id, scope=turn_scope if inline else None
+                workflow_id=session_id,
+                turn_id=turn_id,
+                token=token,
+                scope=turn_scope if inline else None,
             ),
         )
         carry.running = RunningTurn(
@@ -454,6 +530,7 @@ class SessionWorkflow:
             message=message,
             workflow_id=session_id if inline else turn_scope,
             inline=inline,
+            token=token,
         )
         carry.pending = []
         self._show_details()
@@ -461,6 +538,11 @@ class SessionWorkflow:
             self._turn = InlineTurn(self, agent_input)
             return
         await self._start_child_turn(agent_input, turn_scope, carry.turns)
+
+    @staticmethod
+    def _turn_token() -> str:
+        """A child turn's token (none in sessions recorded before tokens: they replay so)."""
+        return workflow.uuid4().hex if workflow.patched(TURN_TOKENS_PATCH) else ""
 
     async def _start_child_turn(self, agent_input: AgentInput, workflow_id: str, turn: int) -> None:
         """A turn as a child `AgentWorkflow`, which reports its end by signal (`turn_finished`)."""

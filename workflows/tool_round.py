@@ -408,9 +408,10 @@ class ToolRound:
         options = item.options
         started = workflow.now()
         if item.agent is not None:
-            done = await run_child(self._params, self._pad, item.agent, args["task"], call.id)
+            done = await run_child(
+                self._params, self._pad, item.agent, args["task"], call.id, self._children
+            )
             self._delegated[call.id] = done
-            self._children.forget(f"{item.agent.name}-{call.id}")
             self._log_tool(item, call, "error" if done.failed else "ok", started)
             return done.observation, "error" if done.failed else "ok", False
         activity_input, summary = self._activity_input(item, call, args, iteration)
