@@ -83,6 +83,7 @@ async def start_failure(harness: ScriptedHarness, workflow: str, args: list[Any]
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == INVALID_INPUT, cause
     assert cause.non_retryable
+    assert cause.cause is None  # said once: no validation error repeating it as its cause
     assert await workflow_task_failures(handle) == []
     return cause.message
 
@@ -184,8 +185,10 @@ async def test_the_update_refusal_names_the_problem(scripted_agent: ScriptedHarn
     for case, start in expected.items():
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("decide", args=BAD_PAYLOADS[case])
-        assert isinstance(refused.value.cause, ApplicationError)
-        assert refused.value.cause.message.startswith(start), (case, refused.value.cause.message)
+        cause = refused.value.cause
+        assert isinstance(cause, ApplicationError) and cause.non_retryable
+        assert cause.message.startswith(start), (case, cause.message)
+        assert cause.cause is None, (case, cause.cause)  # one message, one retryable state
     await handle.signal("approve", {"call_id": "w1"})
     await handle.result()
 

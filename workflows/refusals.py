@@ -82,7 +82,12 @@ def read_payload(
 
 
 def refuse(message: str, error_type: str) -> NoReturn:
-    raise ApplicationError(message, type=error_type, non_retryable=True)
+    """Fail with `message`, one non-retryable error. When called while handling another
+    exception (a validation error), that one is left out: the message says it already, and
+    as the failure's cause it would repeat it with a `retryable: true` of its own."""
+    error = ApplicationError(message, type=error_type, non_retryable=True)
+    error.__suppress_context__ = True
+    raise error
 
 
 def parse_or_refuse(
