@@ -20,8 +20,6 @@ Key rotation: encode with the current key, decode with any known key (`previous_
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
@@ -32,62 +30,30 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, PayloadCodec
 
+# The keys' format lives in runtime.payload_keys (runtime.settings validates the variables with
+# it); the names are re-exported here, where users of the codec look for them.
+from runtime.payload_keys import DEFAULT_KEY_ID as DEFAULT_KEY_ID
+from runtime.payload_keys import KEY_BYTES as KEY_BYTES
+from runtime.payload_keys import PAYLOAD_KEY_ENV as PAYLOAD_KEY_ENV
+from runtime.payload_keys import PAYLOAD_KEY_ID_ENV as PAYLOAD_KEY_ID_ENV
+from runtime.payload_keys import PREVIOUS_KEYS_ENV as PREVIOUS_KEYS_ENV
+from runtime.payload_keys import generate_key as generate_key
+from runtime.payload_keys import parse_key as parse_key
+from runtime.payload_keys import parse_keyring as parse_keyring
+from runtime.settings import AgentSettings
+
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    from runtime.settings import AgentSettings
 
 ENCODING = b"binary/encrypted"
 ENCODING_KEY = "encoding"
 KEY_ID_KEY = "encryption-key-id"
-KEY_BYTES = 32
 NONCE_BYTES = 12
 TAG_BYTES = 16
-
-PAYLOAD_KEY_ENV = "AGENT_PAYLOAD_KEY"
-PAYLOAD_KEY_ID_ENV = "AGENT_PAYLOAD_KEY_ID"
-PREVIOUS_KEYS_ENV = "AGENT_PAYLOAD_PREVIOUS_KEYS"
-DEFAULT_KEY_ID = "default"
 
 
 class PayloadDecryptionError(ValueError):
     """An encrypted payload could not be decrypted: unknown key id, tampered or malformed."""
-
-
-def generate_key() -> str:
-    """A new random AES-256 key, base64-encoded (the format of `AGENT_PAYLOAD_KEY`)."""
-    return base64.b64encode(os.urandom(KEY_BYTES)).decode("ascii")
-
-
-def parse_key(text: str, name: str = PAYLOAD_KEY_ENV) -> bytes:
-    """Decode a base64 AES-256 key; the error names `name` but never echoes the key."""
-    try:
-        key = base64.b64decode(text.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError(
-            f"{name} is not valid base64; generate a key with `python -m runtime.codec`"
-        ) from None
-    if len(key) != KEY_BYTES:
-        raise ValueError(
-            f"{name} must be {KEY_BYTES} bytes (base64 of an AES-256 key), got {len(key)} bytes; "
-            "generate one with `python -m runtime.codec`"
-        )
-    return key
-
-
-def parse_keyring(text: str, name: str = PREVIOUS_KEYS_ENV) -> dict[str, bytes]:
-    """Parse `id=base64key,id2=base64key` (decode-only keys kept for rotation)."""
-    keys: dict[str, bytes] = {}
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key_id, sep, value = item.partition("=")
-        key_id = key_id.strip()
-        if not sep or not key_id:
-            raise ValueError(f"{name} must look like 'id=base64key,id2=base64key'")
-        keys[key_id] = parse_key(value, f"{name} ({key_id!r})")
-    return keys
 
 
 def _aesgcm(key: bytes) -> AESGCM:
@@ -215,8 +181,6 @@ def data_converter(
 def codec_from_env(env: Mapping[str, str] | None = None) -> EncryptionCodec | None:
     """The codec that AGENT_PAYLOAD_KEY, AGENT_PAYLOAD_KEY_ID and AGENT_PAYLOAD_PREVIOUS_KEYS
     describe (read by `runtime.settings.AgentSettings`); None when no key is set."""
-    from runtime.settings import AgentSettings  # that module imports this one
-
     return codec_for(AgentSettings.from_env(env))
 
 

@@ -40,7 +40,14 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
-from runtime.codec import PAYLOAD_KEY_ENV, PREVIOUS_KEYS_ENV, parse_key, parse_keyring
+from runtime.payload_keys import (
+    DEFAULT_KEY_ID,
+    PAYLOAD_KEY_ENV,
+    PAYLOAD_KEY_ID_ENV,
+    PREVIOUS_KEYS_ENV,
+    parse_key,
+    parse_keyring,
+)
 from runtime.providers import ProvidersError, ProviderSettings, parse_providers
 
 DEFAULT_TASK_QUEUE = "agents"
@@ -157,7 +164,7 @@ class AgentSettings(BaseSettings):
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
     # -- payload encryption and the codec server
     payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
-    payload_key_id: str = _env("AGENT_PAYLOAD_KEY_ID", default="default", min_length=1)
+    payload_key_id: str = _env(PAYLOAD_KEY_ID_ENV, default=DEFAULT_KEY_ID, min_length=1)
     payload_previous_keys: SecretStr | None = _env(PREVIOUS_KEYS_ENV, default=None)
     codec_endpoint: str | None = _env("AGENT_CODEC_ENDPOINT", default=None)
     codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
