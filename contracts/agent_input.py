@@ -212,6 +212,31 @@ class AgentSettings(BaseModel):
         return self
 
 
+OWN_RUN_SETTINGS = frozenset(
+    {
+        "mode",
+        "plan_approval",
+        "max_replans",
+        "on_max_iterations",
+        "output_type",
+        "output_schema",
+        "structured_output",
+        "output_retries",
+    }
+)
+"""Settings about the shape of a run's own answer, which its sub-agents and plan steps do not
+take from it (a child answers its parent in its profile's terms). Every other setting is
+inherited by default; an agent profile (or a plan step) overrides what it names explicitly."""
+
+
+def inherited_settings(settings: AgentSettings) -> dict[str, Any]:
+    """What a sub-agent or plan step takes from its parent's settings: all but
+    `OWN_RUN_SETTINGS`. A new setting is inherited with no line of copying."""
+    return settings.model_dump(
+        include=set(AgentSettings.model_fields) - OWN_RUN_SETTINGS, exclude_unset=False
+    )
+
+
 MAX_HISTORY_CHARS = 1_000_000
 
 
@@ -230,14 +255,11 @@ class SessionLink(BaseModel):
     tools' idempotency keys start with it (not with the session's id, which every turn shares)."""
 
 
-class AgentInput(AgentSettings):
-    """One agent run: the prompt, optionally after earlier turns of a conversation (`history`:
-    user and assistant messages, oldest first), run with `AgentSettings`."""
+class RunLinks(BaseModel):
+    """How a run is linked to others. Set by a parent run, a session or Temporal's knowledge of
+    them, never by a client: a start whose links Temporal does not confirm is refused
+    (`loop.input_validation.link_problem`). Never inherited: each child gets its own."""
 
-    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
-    history: list[ChatMessage] = Field(
-        default=[], description="Earlier conversation (user/assistant messages) to continue."
-    )
     session: SessionLink | None = Field(
         default=None, description="Set by SessionWorkflow: the session this run is a turn of."
     )
@@ -250,6 +272,12 @@ class AgentInput(AgentSettings):
     parent: ParentLink | None = Field(
         default=None, description="Set by a parent run: where this sub-agent reports to."
     )
+
+
+class ResumeState(BaseModel):
+    """What a run carries into its next execution when it continues-as-new (or a turn into
+    the child run it moves to). Never inherited."""
+
     resume: Scratchpad | None = Field(
         default=None,
         description="Set by the workflow itself when it continues-as-new: the run's state.",
@@ -261,6 +289,26 @@ class AgentInput(AgentSettings):
             "cache holds (digests), so the next run does not send the carried messages again."
         ),
     )
+
+
+class AgentInput(ResumeState, RunLinks, AgentSettings):
+    """One agent run: the prompt, optionally after earlier turns of a conversation (`history`:
+    user and assistant messages, oldest first), run with `AgentSettings`, linked by `RunLinks`,
+    resumed from `ResumeState`. Three parts in one flat JSON object: the shape clients send
+    (`{"prompt": ..., "max_iterations": ...}`) is unchanged."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
+    history: list[ChatMessage] = Field(
+        default=[], description="Earlier conversation (user/assistant messages) to continue."
+    )
+
+    def settings(self) -> AgentSettings:
+        """This run's settings alone (what children inherit from, see `inherited_settings`)."""
+        return AgentSettings.model_validate(
+            self.model_dump(include=set(AgentSettings.model_fields))
+        )
 
     @field_validator("prompt")
     @classmethod

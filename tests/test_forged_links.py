@@ -115,7 +115,7 @@ async def test_a_forged_child_pending_cannot_add_a_request(scripted_agent: Scrip
         tool="write_file",
         args=EVIL,
         args_digest=args_digest(EVIL),
-        requested_at="2026-12-01T00:00:00Z",  # type: ignore[arg-type]
+        requested_at="2026-12-01T00:00:00Z",
         command="",
     )
     for key, child in [

@@ -26,7 +26,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
-    from contracts.agent_input import AgentInput
+    from contracts.agent_input import AgentInput, inherited_settings
     from contracts.agent_result import AgentResult
     from contracts.agents import (
         CHILD_PENDING_SIGNAL,
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         WaitKind,
     )
     from contracts.budgets import CostBudget
+    from contracts.mcp import MCP_TOOL_SEPARATOR
     from contracts.model_io import ToolSchema
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
@@ -66,7 +67,13 @@ def agent_tool_schema(profile: AgentProfile) -> ToolSchema:
 def child_input(
     params: AgentInput, pad: Scratchpad, profile: AgentProfile, task: str, link: ParentLink
 ) -> AgentInput:
-    """The child run's input: the profile's, under the parent's policy and remaining budgets."""
+    """The child run's input: the parent's settings (`inherited_settings`: model timeouts and
+    attempts, fallback models, context settings, MCP servers, approval policy and timeouts,
+    memory scope, ...), with what the profile names (instructions, tools, agents, model, turn
+    limit, answer schema), what is left of the parent's budgets, and one more level of nesting.
+
+    A profile's tools may name MCP tools (`<server>__<tool>`, as a plan step's do): they come
+    from the inherited `mcp_servers`, so only the worker's own tools go in the allowlist."""
     tokens_left = (
         max(1, params.max_total_tokens - pad.usage.total_tokens)
         if params.max_total_tokens is not None
@@ -80,24 +87,24 @@ def child_input(
         if budget is not None
         else None
     )
+    tools = profile.tools
+    if tools is not None:
+        tools = [name for name in tools if MCP_TOOL_SEPARATOR not in name]
     return AgentInput(
-        prompt=task,
-        system_prompt=profile.system_prompt,
-        tools=profile.tools,
-        agents=profile.agents or None,
-        model=profile.model or params.model,
-        fallback_models=params.fallback_models,
-        max_iterations=profile.max_iterations,
-        max_total_tokens=tokens_left,
-        cost_budget=cost_left,
-        output_schema=profile.output_schema,
-        approval_policy=params.approval_policy,
-        approval_timeout_seconds=params.approval_timeout_seconds,
-        approval_timeout_action=params.approval_timeout_action,
-        memory_scope=params.memory_scope,
-        max_agent_depth=params.max_agent_depth,
-        depth=params.depth + 1,
-        parent=link,
+        **{
+            **inherited_settings(params),
+            "prompt": task,
+            "system_prompt": profile.system_prompt,
+            "tools": tools,
+            "agents": profile.agents or None,
+            "model": profile.model or params.model,
+            "max_iterations": profile.max_iterations,
+            "max_total_tokens": tokens_left,
+            "cost_budget": cost_left,
+            "output_schema": profile.output_schema,
+            "depth": params.depth + 1,
+            "parent": link,
+        }
     )
 
 
