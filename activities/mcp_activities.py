@@ -156,9 +156,11 @@ class McpActivities:
         started = time.monotonic()
         tools: list[McpToolSpec] = []
         for name in names:
-            tools += await _guarded(
+            listed = await _guarded(
                 self.servers.list_tools(name, timeout=_deadline_seconds(started))
             )
+            timeout = self.servers.config(name).timeout
+            tools += [spec.model_copy(update={"timeout_seconds": timeout}) for spec in listed]
         activity.logger.info(
             "listed %d MCP tools of %s", len(tools), ", ".join(names) or "no servers"
         )

@@ -47,6 +47,9 @@ class McpToolSpec(BaseModel):
     description: str
     input_schema: dict[str, Any]
     """The server's JSON schema of the tool's arguments."""
+    timeout_seconds: float | None = None
+    """The server's `timeout` in the worker's MCP config (None: not set): a call's activity is
+    given that long per attempt."""
 
     @property
     def qualified_name(self) -> str:

@@ -193,11 +193,9 @@ class AgentWorkflow(RunControls):
         model = ModelGateway(params, self._log, self._conversation(params), output)
         tool_round = ToolRound(
             params,
-            run_tools.tools,
+            run_tools.callees,
             self._gate,
             self._log,
-            run_tools.mcp_tools,
-            run_tools.agents,
             self._children,
             run_tools.unavailable,
         )

@@ -18,7 +18,6 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
-    from contracts.agents import AgentProfile
     from contracts.errors import INVALID_INPUT
     from contracts.mcp import (
         MCP_LIST_TOOLS_ACTIVITY,
@@ -41,61 +40,55 @@ with workflow.unsafe.imports_passed_through():
     from tools.agents import AGENT_PROFILES
     from tools.catalog import REGISTRY
     from tools.definition import Tool
-    from workflows.delegation import agent_tool_schema
+    from workflows.callees.agent_profile import AgentCallee
+    from workflows.callees.local_tool import LocalTool
+    from workflows.callees.mcp_tool import McpTool
+    from workflows.callees.protocol import Callee
     from workflows.refusals import refuse
-    from workflows.tool_round import mcp_tool_schema
 
 
 @dataclass(frozen=True)
 class RunTools:
-    """The run's callees and what the model is told about them."""
+    """The run's callees (`workflows.callees`) and what the model is told about them."""
 
-    tools: list[Tool]
-    mcp_tools: list[McpToolSpec]
-    agents: list[AgentProfile]
+    callees: list[Callee]
     schemas: list[ToolSchema]
+    unavailable: dict[str, str]
+    """Why registered tools the run does not offer cannot be called (a clearer observation
+    than "unknown tool" when the model calls one anyway)."""
 
     @property
     def names(self) -> list[str]:
-        return [
-            *(t.name for t in self.tools),
-            *(s.qualified_name for s in self.mcp_tools),
-            *(p.name for p in self.agents),
-        ]
-
-    @property
-    def unavailable(self) -> dict[str, str]:
-        """Why registered tools the run does not offer cannot be called (a clearer observation
-        than "unknown tool" when the model calls one anyway)."""
-        offered = {t.name for t in self.tools}
-        return {
-            t.name: f"Error: {t.name} is only available to runs with a memory_scope; this run "
-            "has none, so nothing can be remembered or recalled."
-            for t in REGISTRY.all()
-            if t.options.requires_scope and t.name not in offered
-        }
+        return [c.name for c in self.callees]
 
     @property
     def outside_schemas(self) -> dict[str, ArgsSchema]:
-        """Argument schemas of the tools the worker does not define (for edited approvals)."""
-        return {s.qualified_name: s.input_schema for s in self.mcp_tools}
+        """Argument schemas of the callees the worker does not define (for edited approvals)."""
+        return {c.name: c.args_schema for c in self.callees if c.definition is None}
 
 
 async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunTools:
-    """The run's tools: local ones, MCP ones, agent profiles, and `final_result` for a typed
-    answer."""
+    """The run's callees: local tools, MCP tools, agent profiles; and `final_result` for a
+    typed answer (offered to the model, answered by the loop itself)."""
     tools = local_tools(params, output)
     mcp_tools = await list_mcp_tools(params)
-    agents = AGENT_PROFILES.select(params.agents or [])
-    await check_policy(params, tools)
-    schemas = [
-        *(t.schema() for t in tools),
-        *(mcp_tool_schema(s) for s in mcp_tools),
-        *(agent_tool_schema(p) for p in agents),
+    await check_policy(params, tools)  # after the listing: recorded runs replay in this order
+    callees: list[Callee] = [
+        *(LocalTool(t) for t in tools),
+        *(McpTool(s) for s in mcp_tools),
+        *(AgentCallee(p) for p in AGENT_PROFILES.select(params.agents or [])),
     ]
+    schemas = [c.schema() for c in callees]
     if output is not None and output.mode == "tool":
         schemas.append(final_result_tool(output))
-    return RunTools(tools, mcp_tools, agents, schemas)
+    offered = {t.name for t in tools}
+    unavailable = {
+        t.name: f"Error: {t.name} is only available to runs with a memory_scope; this run "
+        "has none, so nothing can be remembered or recalled."
+        for t in REGISTRY.all()
+        if t.options.requires_scope and t.name not in offered
+    }
+    return RunTools(callees, schemas, unavailable)
 
 
 def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:

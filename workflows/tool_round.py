@@ -8,9 +8,9 @@ wait in `HumanGate` (after the tool's `precheck`, which refuses at once argument
 never succeed); then errors are screened for repeats and every call gets its step. The
 workflow records the round.
 
-Seams: `_execute` is where a tool whose activity is a child workflow (a sub-agent) or a call to
-an outside (MCP) server would be dispatched; `tools` is the run's tool set, to which tools
-listed from outside servers would be added.
+What a call reaches is a `Callee` (`workflows.callees`: the worker's own tools, MCP servers'
+tools, agent profiles); the round treats every kind the same way, and a call's state lives in
+its own context and result, so concurrent calls share nothing.
 """
 
 from __future__ import annotations
@@ -18,143 +18,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    RetryState,
-    TimeoutError,
-    TimeoutType,
-    is_cancelled_exception,
-)
-from temporalio.workflow import ActivityCancellationType
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
     from contracts.agent_result import StepStatus, ToolStep
-    from contracts.agents import AgentProfile, DelegateArgs
     from contracts.approvals import HumanDecision, PendingRequest
-    from contracts.errors import HUMAN_WAIT_TIMED_OUT, TOOL_ERROR, TOOL_FAILED_RUN
-    from contracts.mcp import McpCallRequest, McpToolSpec
+    from contracts.errors import HUMAN_WAIT_TIMED_OUT
     from contracts.messages import ToolCall
-    from contracts.model_io import ModelReply, ToolSchema
+    from contracts.model_io import ModelReply
     from contracts.scratchpad import Scratchpad
-    from contracts.tool_io import ToolInvocation, ToolOutput
     from contracts.usage import TokenUsage
     from loop import approvals
-    from loop.observations import ToolFailure, failure_observation
     from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
     from loop.repetition import observe_round, screen_round
-    from loop.summaries import shorten, tool_call_summary
     from loop.tool_requests import ArgsSchema, PlannedCall, RefusedCall, plan_tool_calls
-    from tools.definition import Tool, ToolOptions
-    from workflows.delegation import ChildRequests, Delegated, run_child
+    from workflows.callees.protocol import CallContext, Callee, CallResult
+    from workflows.delegation import ChildRequests, Delegated
     from workflows.human_gate import HumanGate
     from workflows.run_log import RunLog, ms_since
-    from workflows.session_link import run_scope
 
-
-LOCAL_TOOLS_PATCH = "local-tools"
-"""Patch id of running `ToolOptions.local` tools as local activities (see `_run_activity`)."""
 
 PRECHECK_PATCH = "tool-precheck"
 """Patch id of refusing a call its tool's precheck rejects instead of asking a person (see
 `_precheck`)."""
-
-MCP_TOOL_OPTIONS = ToolOptions(start_to_close_timeout=timedelta(seconds=60))
-"""How an MCP server's tool is run: a minute per attempt, transient failures retried."""
-
-
-@dataclass(frozen=True)
-class Callee:
-    """What a tool call reaches: its name, how Temporal runs it, and what it is: a tool
-    compiled into the worker, or a tool of an outside MCP server."""
-
-    name: str
-    options: ToolOptions
-    local: Tool | None = None
-    mcp: McpToolSpec | None = None
-    agent: AgentProfile | None = None
-
-    @property
-    def asks_user(self) -> bool:
-        return self.local is not None and self.local.asks_user
-
-    @classmethod
-    def of_tool(cls, item: Tool) -> Callee:
-        return cls(item.name, item.options, local=item)
-
-    @classmethod
-    def of_mcp(cls, spec: McpToolSpec) -> Callee:
-        return cls(spec.qualified_name, MCP_TOOL_OPTIONS, mcp=spec)
-
-    @classmethod
-    def of_agent(cls, profile: AgentProfile) -> Callee:
-        return cls(profile.name, ToolOptions(), agent=profile)
-
-
-def mcp_tool_schema(spec: McpToolSpec) -> ToolSchema:
-    """What the model is told about an MCP server's tool: its qualified name, the server's
-    description and the server's own JSON schema of the arguments."""
-    return ToolSchema(
-        name=spec.qualified_name,
-        description=spec.description or f"{spec.name} (from MCP server {spec.server})",
-        parameters=spec.input_schema or {"type": "object", "properties": {}},
-    )
-
-
-def tool_failure(error: ActivityError, options: ToolOptions) -> ToolFailure:
-    """Read a failed tool activity into plain terms for the observation."""
-    cause = error.cause
-    if isinstance(cause, TimeoutError):
-        limit = (
-            options.heartbeat_timeout
-            if cause.type == TimeoutType.HEARTBEAT
-            else options.start_to_close_timeout
-        )
-        return ToolFailure("timeout", cause.message, timeout_seconds=limit.total_seconds())
-    message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
-    if isinstance(cause, ApplicationError) and cause.type == TOOL_ERROR:
-        return ToolFailure("tool_error", message)
-    if error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
-        attempts = options.effective_retry_policy.maximum_attempts
-        return ToolFailure("retries_exhausted", message, attempts=attempts)
-    return ToolFailure("tool_error", message)
-
-
-def local_activity_error(
-    activity_type: str, failure: ApplicationError | TimeoutError, options: ToolOptions
-) -> ActivityError:
-    """A failed local activity's error, wrapped as a regular activity's would be.
-
-    The SDK raises a local activity's failure bare (an `ApplicationError`, not an
-    `ActivityError` with it as the cause: sdk-core issue 323), without the retry state that
-    says whether the retries were used up. A failure the policy may retry can only have ended
-    the call once its attempts were used up; any other failure ended it at once."""
-    if isinstance(failure, TimeoutError):
-        retry_state = RetryState.TIMEOUT
-    elif failure.non_retryable or failure.type in (
-        options.effective_retry_policy.non_retryable_error_types or []
-    ):
-        retry_state = RetryState.NON_RETRYABLE_FAILURE
-    else:
-        retry_state = RetryState.MAXIMUM_ATTEMPTS_REACHED
-    error = ActivityError(
-        "Local activity task failed",
-        scheduled_event_id=0,
-        started_event_id=0,
-        identity="",
-        activity_type=activity_type,
-        activity_id="",
-        retry_state=retry_state,
-    )
-    error.__cause__ = failure
-    return error
 
 
 class ToolRound:
@@ -163,32 +55,17 @@ class ToolRound:
     def __init__(
         self,
         params: AgentInput,
-        tools: Sequence[Tool],
+        callees: Sequence[Callee],
         gate: HumanGate,
         log: RunLog,
-        mcp_tools: Sequence[McpToolSpec] = (),
-        agents: Sequence[AgentProfile] = (),
         children: ChildRequests | None = None,
         unavailable: Mapping[str, str] | None = None,
     ):
         self._children = children or ChildRequests()
         self._unavailable = dict(unavailable or {})
         self._params = params
-        callees = [
-            *(Callee.of_tool(t) for t in tools),
-            *(Callee.of_mcp(s) for s in mcp_tools),
-            *(Callee.of_agent(p) for p in agents),
-        ]
         self._callees = {callee.name: callee for callee in callees}
-        self._arg_models: dict[str, ArgsSchema] = {
-            **{t.name: t.args_model for t in tools},
-            **{s.qualified_name: s.input_schema for s in mcp_tools},
-            **{p.name: DelegateArgs for p in agents},
-        }
-        self._pad = Scratchpad(messages=[])
-        """The scratchpad the current round started from (sub-agents get what is left of its
-        budgets)."""
-        self._delegated: dict[str, Delegated] = {}
+        self._arg_models: dict[str, ArgsSchema] = {c.name: c.args_schema for c in callees}
         self._gate = gate
         self._log = log
 
@@ -199,7 +76,6 @@ class ToolRound:
         round before anything runs. Calls in `refused` (by id) do not run: their observation is
         given (an invalid typed answer's validation errors)."""
         max_repeats = self._params.max_repeated_calls
-        self._pad, self._delegated = pad, {}
         refusals = {**(refused or {})}
         refusals.update(
             (c.id, self._unavailable[c.name])
@@ -214,20 +90,20 @@ class ToolRound:
         if screened.stop_tool:
             return Round(repeated_tool=screened.stop_tool)
         outcomes = await asyncio.gather(
-            *(self._run_call(planned, pad.iteration) for planned in screened.calls)
+            *(self._run_call(planned, pad) for planned in screened.calls)
         )
         observed = observe_round(
             screened.state,
             screened.calls,
-            [(step.observation, step.status == "error") for step, _ in outcomes],
+            [(step.observation, step.status == "error") for step, _, _ in outcomes],
             max_repeats,
         )
         steps = [
             step.model_copy(update={"observation": text})
-            for (step, _), text in zip(outcomes, observed.observations, strict=True)
+            for (step, _, _), text in zip(outcomes, observed.observations, strict=True)
         ]
-        stopping = [step.observation for step, stop_run in outcomes if stop_run]
-        children = list(self._delegated.values())
+        stopping = [step.observation for step, stop_run, _ in outcomes if stop_run]
+        children = [child for _, _, child in outcomes if child is not None]
         costs = [c.cost_usd for c in children if c.cost_usd is not None]
         return Round(
             steps=steps,
@@ -238,13 +114,17 @@ class ToolRound:
             spent_cost_usd=sum(costs) if costs else None,
         )
 
-    async def _run_call(self, planned: PlannedCall, iteration: int) -> tuple[ToolStep, bool]:
+    async def _run_call(
+        self, planned: PlannedCall, pad: Scratchpad
+    ) -> tuple[ToolStep, bool, Delegated | None]:
         """One call: refused, answered by a person, or run (perhaps after approval). Returns
-        its step and whether the tool asked to end the run."""
+        its step, whether the callee asked to end the run, and the child run it was."""
         started = workflow.now()
         call = planned.call
+        iteration = pad.iteration
 
         policy: PolicyVerdict | None = None
+        result: CallResult | None = None
 
         def step(
             observation: str,
@@ -252,7 +132,7 @@ class ToolRound:
             args: dict[str, Any] | None,
             human: HumanDecision | None = None,
         ) -> ToolStep:
-            child = self._delegated.get(call.id)
+            child = result.delegated if result is not None else None
             return ToolStep(
                 policy=policy.because if policy else None,
                 child_workflow_id=child.workflow_id if child else None,
@@ -270,20 +150,20 @@ class ToolRound:
 
         if isinstance(planned, RefusedCall):
             self._log_refusal(call, planned.observation, "refused")
-            return step(planned.observation, "error", None), False
+            return step(planned.observation, "error", None), False, None
         callee = self._callees[call.name]
         args = planned.args
         human: HumanDecision | None = None
-        policy = verdict(self._params.approval_policy, callee.local, call.name, args)
+        policy = verdict(self._params.approval_policy, callee.definition, call.name, args)
         if policy.action == "deny":
             self._log_refusal(call, policy.because, "denied")
-            return step(denied_observation(policy.because), "denied", args), False
+            return step(denied_observation(policy.because), "denied", args), False, None
         if callee.asks_user or policy.action == "ask":
             refusal = self._precheck(callee, call, args)
             if refusal is not None:
                 policy = PolicyVerdict(policy.action, approvals.PRECHECK)
                 observation = approvals.precheck_observation(call.name, refusal)
-                return step(observation, "error", args), False
+                return step(observation, "error", args), False, None
             request, human = await self._wait_for_person(callee, call, args)
             if not approvals.should_run(human):
                 status: StepStatus = (
@@ -294,12 +174,15 @@ class ToolRound:
                     else "ok"
                 )
                 observation = approvals.decision_observation(request, human)
-                return step(observation, status, args, human), False
+                return step(observation, status, args, human), False, None
             args = human.executed_args or args
-        observation, status, stop_run = await self._execute(callee, call, args, iteration)
+        context = CallContext(self._params, pad, call, args, iteration, self._children)
+        result = await callee.invoke(context)
+        fields = {"truncated": True} if result.truncated else {}
+        self._log_tool(callee, call, result.status, started, **fields)
         note = approvals.edited_note(human) if human else None
-        text = f"{note}\n{observation}" if note else observation
-        return step(text, status, args, human), stop_run
+        text = f"{note}\n{result.observation}" if note else result.observation
+        return step(text, result.status, args, human), result.stop_run, result.delegated
 
     def _precheck(self, item: Callee, call: ToolCall, args: dict[str, Any]) -> str | None:
         """Why a call about to wait for a person can never succeed, per its tool's `precheck`
@@ -310,7 +193,7 @@ class ToolRound:
         it. Refusing is behind the `tool-precheck` patch, asked only when a precheck refuses: a
         run recorded before it asked a person about such a call and replays that way, and a run
         whose prechecks all pass carries no patch marker."""
-        tool = item.local
+        tool = item.definition
         if tool is None or tool.options.precheck is None:
             return None
         try:
@@ -369,107 +252,6 @@ class ToolRound:
                 non_retryable=True,
             )
         return request, decision
-
-    def _activity_input(
-        self, item: Callee, call: ToolCall, args: dict[str, Any], iteration: int
-    ) -> tuple[ToolInvocation | McpCallRequest, str]:
-        """The call's activity input and summary: a local tool's, or an MCP server's (whose
-        summary names the server and the tool)."""
-        key = f"{run_scope(self._params)}/{iteration}/{call.id}"
-        limit = self._params.max_observation_chars
-        if item.mcp is not None:
-            spec = item.mcp
-            request = McpCallRequest(
-                server=spec.server,
-                tool=spec.name,
-                args=args,
-                call_id=call.id,
-                idempotency_key=key,
-                max_output_chars=limit,
-            )
-            return request, shorten(f"{spec.server} · {spec.name} {tool_call_summary(args)}")
-        invocation = ToolInvocation(
-            call_id=call.id,
-            tool=item.name,
-            args=args,
-            idempotency_key=key,
-            max_output_chars=limit,
-            scope=self._params.memory_scope,
-        )
-        return invocation, tool_call_summary(args)
-
-    async def _execute(
-        self, item: Callee, call: ToolCall, args: dict[str, Any], iteration: int
-    ) -> tuple[str, StepStatus, bool]:
-        """Run the call's activity (named after the tool): (observation, status, stop_run). A
-        failure becomes an `Error: ...` observation unless the tool is set to stop the run.
-
-        An agent profile runs as a child workflow instead (see `workflows.delegation`)."""
-        options = item.options
-        started = workflow.now()
-        if item.agent is not None:
-            done = await run_child(
-                self._params, self._pad, item.agent, args["task"], call.id, self._children
-            )
-            self._delegated[call.id] = done
-            self._log_tool(item, call, "error" if done.failed else "ok", started)
-            return done.observation, "error" if done.failed else "ok", False
-        activity_input, summary = self._activity_input(item, call, args, iteration)
-        try:
-            output = await self._run_activity(item, activity_input, summary)
-        except ActivityError as error:
-            if is_cancelled_exception(error):
-                raise
-            observation = failure_observation(tool_failure(error, options))
-            if options.on_error == "stop":
-                raise ApplicationError(
-                    f"tool {item.name} failed and is set to stop the run: {observation}",
-                    type=TOOL_FAILED_RUN,
-                    non_retryable=True,
-                ) from error
-            self._log_tool(item, call, "error", started)
-            return observation, "error", False
-        self._log_tool(item, call, "ok", started, truncated=output.truncated)
-        return output.content, "ok", output.stop_run
-
-    async def _run_activity(
-        self, item: Callee, activity_input: ToolInvocation | McpCallRequest, summary: str
-    ) -> ToolOutput:
-        """The call's activity: a local activity for a tool compiled into the worker that opted
-        in (`ToolOptions.local`), otherwise a regular one on the tool's task queue. Both fail
-        with an `ActivityError` (see `local_activity_error`), so the caller reads a failure the
-        same way.
-
-        The local path is behind the `local-tools` patch, asked only for a `local=True` tool: a
-        run recorded before it scheduled such a call as a regular activity and replays that
-        way, and a run that never calls one carries no patch marker."""
-        options = item.options
-        if item.local is not None and options.local and workflow.patched(LOCAL_TOOLS_PATCH):
-            try:
-                output: ToolOutput = await workflow.execute_local_activity(
-                    item.name,
-                    activity_input,
-                    result_type=ToolOutput,
-                    start_to_close_timeout=options.start_to_close_timeout,
-                    retry_policy=options.effective_retry_policy,
-                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-                    summary=summary,
-                )
-            except (ApplicationError, TimeoutError) as failure:
-                raise local_activity_error(item.name, failure, options) from failure
-            return output
-        output = await workflow.execute_activity(
-            item.name,
-            activity_input,
-            result_type=ToolOutput,
-            start_to_close_timeout=options.start_to_close_timeout,
-            heartbeat_timeout=options.heartbeat_timeout,
-            retry_policy=options.effective_retry_policy,
-            task_queue=options.task_queue,
-            cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-            summary=summary,
-        )
-        return output
 
     def _log_refusal(self, call: ToolCall, why: str, outcome: str) -> None:
         self._log(

@@ -1,0 +1,83 @@
+"""`Callee`: one thing a model's tool call can reach, and what a call of it needs and returns.
+
+Each callee says what the model is told (`schema`), how its arguments are checked
+(`args_schema`), how Temporal runs it (`options`, in Temporal's own types), whether a person
+must be asked first (`definition` for the approval rules, `asks_user` for a question), and runs
+one call (`invoke`). A call's state lives in its `CallContext` and its `CallResult`, never on
+the callee, so calls of one round run concurrently without sharing anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.agent_input import AgentInput
+    from contracts.agent_result import StepStatus
+    from contracts.messages import ToolCall
+    from contracts.model_io import ToolSchema
+    from contracts.scratchpad import Scratchpad
+    from loop.tool_requests import ArgsSchema
+    from tools.definition import Tool, ToolOptions
+    from workflows.session_link import run_scope
+
+if TYPE_CHECKING:
+    from workflows.delegation import ChildRequests, Delegated
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """One call, as the round runs it: the run's settings, the scratchpad the round started
+    from (what is left of its budgets), the call and its validated arguments."""
+
+    params: AgentInput
+    pad: Scratchpad
+    call: ToolCall
+    args: dict[str, Any]
+    iteration: int
+    children: ChildRequests
+
+    @property
+    def idempotency_key(self) -> str:
+        """`<run scope>/<turn>/<call id>`: stable across retries of the call."""
+        return f"{run_scope(self.params)}/{self.iteration}/{self.call.id}"
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What one call came to: the observation the model reads, its step status, whether the
+    callee asked to end the run, and the child run it was (a sub-agent's spending counts)."""
+
+    observation: str
+    status: StepStatus
+    stop_run: bool = False
+    delegated: Delegated | None = None
+    truncated: bool = False
+
+
+class Callee(Protocol):
+    """Anything a tool call can reach (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def options(self) -> ToolOptions: ...
+
+    @property
+    def args_schema(self) -> ArgsSchema: ...
+
+    @property
+    def definition(self) -> Tool | None:
+        """The worker's own tool definition (approval rules, precheck), or None."""
+        ...
+
+    @property
+    def asks_user(self) -> bool: ...
+
+    def schema(self) -> ToolSchema: ...
+
+    async def invoke(self, context: CallContext) -> CallResult: ...
