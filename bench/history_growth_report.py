@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.history_reading import MIB, human_bytes
+from testkit.history_reading import MIB, human_bytes
 
 SEGMENT_MAX_BYTES = 10 * MIB  # Temporal's history size warning (the hard limit is 50 MiB)
 SEGMENT_MAX_EVENTS = 10_000  # Temporal's history length warning (the hard limit is 51,200)

@@ -22,8 +22,11 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy
 
-import bench.bench_tools  # noqa: F401  (registers fixed_output)
-from bench.history_reading import (
+import testkit.fixed_output  # noqa: F401  (registers fixed_output)
+from contracts.agent_result import AgentResult
+from contracts.session import SessionResult, TurnResult
+from testkit import fake_openai as fake
+from testkit.history_reading import (
     Parts,
     Segment,
     agent_iteration_bytes,
@@ -33,9 +36,6 @@ from bench.history_reading import (
     run_chain,
     session_turn_bytes,
 )
-from contracts.agent_result import AgentResult
-from contracts.session import SessionResult, TurnResult
-from tests import fake_openai as fake
 
 TOOL_CHARS = 2000
 ANSWER_CHARS = 200

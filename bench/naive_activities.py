@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel
 from temporalio import activity
 
-from bench.bench_tools import fixed_text
+from testkit.fixed_output import fixed_text
 from tools.builtin.calculator import evaluate, format_result
 
 MODEL = "fake-model"

@@ -15,8 +15,6 @@ than twice. Where each copy is stored is reported for two sample turns.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 import uuid
 from collections import Counter
@@ -29,33 +27,15 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 
-from bench.bench_tools import fixed_text
-from bench.copies import bytes_by_label, full_copies
-from bench.fake_model import ANSWER_CHARS
-from bench.history_reading import TERMINAL_EVENTS, Parts, session_turn_bytes
+from testkit.bench_model import ANSWER_CHARS, TOOL_CHARS, USER_CHARS, turn_of_text, user_message
+from testkit.fixed_output import fixed_text
+from testkit.history_copies import bytes_by_label, full_copies
+from testkit.history_reading import TERMINAL_EVENTS, Parts, session_turn_bytes
 
-USER_CHARS = 2000
-TOOL_CHARS = 2000
 NEW_TEXT = USER_CHARS + TOOL_CHARS + ANSWER_CHARS
 MAX_PER_TURN = 4.0  # x the new text
 FLAT_RATIO = 1.5
 MAX_FULL_OBSERVATION_COPIES = 2
-DIRECTIVE = re.compile(r"\[fixed (\d+) ")
-
-
-def user_message(turn: int) -> str:
-    """The turn's 2,000-character message: the directive, then lines that occur nowhere else."""
-    head = f"[fixed {turn} {TOOL_CHARS}] turn {turn}: call fixed_output and summarise it."
-    lines = [head]
-    while sum(len(line) + 1 for line in lines) < USER_CHARS:
-        digest = hashlib.sha256(f"user/{turn}/{len(lines)}".encode()).hexdigest()
-        lines.append(f"message {turn} line {len(lines)}: {digest}")
-    return "\n".join(lines)[:USER_CHARS]
-
-
-def turn_of_text(text: str) -> int | None:
-    match = DIRECTIVE.match(text)
-    return int(match.group(1)) if match else None
 
 
 async def chain(client: Client, workflow_id: str) -> list[list[HistoryEvent]]:

@@ -6,18 +6,18 @@
 What it sets up (all on free ports, in a fresh temporary folder unless `--workdir` is given):
 
 - a Temporal dev server with a SQLite file store (runtime.dev_server.DevServer, as `make run`);
-- the fake OpenAI-compatible server (tests/fake_openai.py) scripted per run: turn 1 asks for a
+- the fake OpenAI-compatible server (testkit/fake_openai.py) scripted per run: turn 1 asks for a
   `crash_effect` call (some runs need a person's approval for it), turn 2 for another one, turn 3
   answers. Before any reply, with probability `--fault-rate`, it sends a fault instead: 429
   (with or without Retry-After), 500/502/503, a dropped connection, a body that is not JSON, a
   truncated body, a 200 without choices, or a reply slower than the run's model timeout; at most
   `--max-faults` in a row for one model call, so a run can always finish within its attempts;
-- `--workers` real `python worker.py` processes loading `tests.crash_tools`; every
+- `--workers` real `python worker.py` processes loading `testkit.crash_tools`; every
   `--kill-every` seconds (with jitter) one of them is killed with SIGKILL (or, with probability
   `--graceful`, stopped with SIGTERM) and a new one is started;
 - an approver that answers pending approvals of the runs that need one.
 
-What it checks, from the records `crash_effect` writes (see tests/crash_tools.py):
+What it checks, from the records `crash_effect` writes (see testkit/crash_tools.py):
 
 - **duplicates**: a side effect performed more than once for one idempotency key (must be 0);
 - **lost effects**: a completed run whose tool step reports success without its effect;
@@ -55,8 +55,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from contracts.agent_result import AgentResult
 from contracts.approvals import PendingRequest
 from runtime.dev_server import DevServer
-from tests import fake_openai as fake
-from tests.crash_tools import WorkerCluster, WorkerProcess, events, free_port, ledger_entries
+from testkit import fake_openai as fake
+from testkit.crash_tools import WorkerCluster, WorkerProcess, events, free_port, ledger_entries
 
 MODEL_TIMEOUT_SECONDS = 3
 MODEL_MAX_ATTEMPTS = 6

@@ -28,7 +28,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-import bench.bench_tools  # noqa: F401  (registers fixed_output)
+import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from runtime.workers import WorkerTuning, build_workers

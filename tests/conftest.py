@@ -27,8 +27,8 @@ from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from contracts.policy import WorkerPolicy
 from runtime.workers import build_workers
-from tests.crash_tools import WorkerCluster
-from tests.fake_openai import FakeOpenAIServer
+from testkit.crash_tools import WorkerCluster
+from testkit.fake_openai import FakeOpenAIServer
 from tests.hang_guard import guard
 from tests.scripted_model import ScriptedChatModel
 from tools.catalog import REGISTRY
@@ -223,7 +223,7 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 async def cluster(
     temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
 ) -> AsyncIterator[WorkerCluster]:
-    """Worker processes that tests can kill (see `tests/crash_tools.py`)."""
+    """Worker processes that tests can kill (see `testkit/crash_tools.py`)."""
     workers = WorkerCluster(temporal_env.client, fake_model.base_url, tmp_path)
     try:
         yield workers

@@ -7,7 +7,7 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from contracts.approvals import PendingRequest
-from tests.eventually import eventually
+from testkit.eventually import eventually
 
 
 async def wait_for_pending(

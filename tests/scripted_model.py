@@ -3,10 +3,10 @@
 The loop's logic (guards, budgets, approvals, repetition, max iterations, stop tools) does not
 depend on how a reply travelled, so those tests run the real worker against the real Temporal
 server with this model in the `call_model` activity instead of `OpenAIChatModel` talking to
-`tests/fake_openai.py`. Wire format, fault injection, error mapping, secrets and streaming stay
+`testkit/fake_openai.py`. Wire format, fault injection, error mapping, secrets and streaming stay
 on the real `openai` client and the fake server.
 
-The API mirrors `tests.fake_openai`, so a test moves over mechanically::
+The API mirrors `testkit.fake_openai`, so a test moves over mechanically::
 
     model.enqueue(tool_calls(call("echo", {"text": "a"}, id="c1")), text("done"))
     model.set_handler(lambda request: text(f"{len(request.messages)} messages"))

@@ -13,8 +13,8 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 
 from contracts.session import SessionStatus, TurnResult
-from tests import fake_openai as fake
-from tests.eventually import eventually
+from testkit import fake_openai as fake
+from testkit.eventually import eventually
 
 
 def echo_model(body: dict[str, Any]) -> Any:

@@ -19,7 +19,7 @@ from contracts.errors import MODEL_CALL_FAILED, TOOL_FAILED_RUN
 from contracts.messages import ChatMessage
 from loop.limits import max_iterations_message
 from loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests import scripted_model as sm
 from tests.conftest import (
     SECRET_API_KEY,

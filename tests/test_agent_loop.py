@@ -12,7 +12,7 @@ from temporalio.api.enums.v1 import EventType
 
 from contracts.messages import ChatMessage
 from contracts.model_io import ModelRequest
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import (

@@ -11,10 +11,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 
+from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import ScriptedHarness
-from tests.eventually import eventually
 
 
 async def cancel_and_wait(handle: WorkflowHandle[Any, Any]) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.eventually import eventually
 from tests.conftest import BIN, AgentHarness
-from tests.eventually import eventually
 
 
 class Cli:

@@ -1,7 +1,7 @@
 """Kill -9 the worker process mid-run; a new worker process finishes every run, and nothing that
 completed is done again.
 
-Real `python worker.py` processes (loading `tests.crash_tools`) against the session's Temporal
+Real `python worker.py` processes (loading `testkit.crash_tools`) against the session's Temporal
 dev server and the fake model server. Each test kills one worker with SIGKILL at a chosen point:
 during a model call, during a tool call (before and after the tool's side effect), and while the
 run waits for a person. What a new worker then re-executes is counted at the fake model server
@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.crash_tools import WorkerCluster, attempts_of, counts, recorded
+from testkit.eventually import eventually
+from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types
-from tests.crash_tools import WorkerCluster, attempts_of, counts, recorded
-from tests.eventually import eventually
-from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
 
 

@@ -18,10 +18,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.live_text import model_calls_in_flight
 from contracts.model_io import ModelReply
-from tests import fake_openai as fake
-from tests.crash_tools import WorkerCluster, attempts_of
-from tests.eventually import eventually
-from tests.fake_openai import FakeOpenAIServer
+from testkit import fake_openai as fake
+from testkit.crash_tools import WorkerCluster, attempts_of
+from testkit.eventually import eventually
+from testkit.fake_openai import FakeOpenAIServer
 
 PARTIAL = "HALF-STREAMED draft that the killed worker was still receiving when it died"
 HELD_AFTER = 6  # the role chunk and 5 pieces of 4 characters

@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 from activities.demo_model import DemoChatModel, plan_steps, step_goal
 from contracts.agent_result import AgentResult
 from contracts.approvals import PendingRequest
+from testkit.eventually import eventually
 from tests.conftest import started_workers
-from tests.eventually import eventually
 from tests.test_cli_run import AgentCli
 
 

@@ -1,4 +1,4 @@
-"""`tests.eventually`: returns what the probe found, waits through "not yet", and when the
+"""`testkit.eventually`: returns what the probe found, waits through "not yet", and when the
 deadline passes says what it last saw."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.eventually import eventually
+from testkit.eventually import eventually
 
 
 def counting(results: list[object]) -> Callable[[], object]:

@@ -1,4 +1,4 @@
-"""Proves ``tests.fake_openai`` speaks the wire format the *real* ``openai`` client expects.
+"""Proves ``testkit.fake_openai`` speaks the wire format the *real* ``openai`` client expects.
 
 Every test goes through ``openai.AsyncOpenAI`` over real HTTP, so the rest of the suite can
 trust that what the fake scripts is what the client (and thus our agent loop) sees.
@@ -16,8 +16,8 @@ from typing import Any
 import openai
 import pytest
 
-from tests.eventually import eventually
-from tests.fake_openai import (
+from testkit.eventually import eventually
+from testkit.fake_openai import (
     STREAM_NOT_SUPPORTED,
     FakeOpenAIServer,
     call,

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from contracts.agent_result import AgentResult
 from contracts.errors import MODEL_CALL_FAILED
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 
 RUN_TIMEOUT = 30.0

@@ -26,8 +26,8 @@ from contracts.approvals import PendingRequest
 from contracts.errors import INVALID_INPUT
 from contracts.model_io import ModelRequest
 from loop.approvals import args_digest
+from testkit.eventually import eventually
 from tests.conftest import ScriptedHarness
-from tests.eventually import eventually
 from tests.hitl_support import wait_for_pending
 from tests.scripted_model import Completion, call, tool_calls
 from tools.agents import AGENT_PROFILES

@@ -4,9 +4,10 @@ deterministic. A change that adds a copy of an observation, re-records the conve
 doubles a turn's bytes fails here; a change that removes one fails too, on purpose: update the
 pins below in the same commit and say why (BENCHMARKS.md, target 3, lists where each copy is).
 
-The workload is the benchmark's (bench/session_history.py): 2,000-character messages, a tool
-(`fixed_output`) that returns 2,000 characters, a 200-character answer, through the real worker,
-the real `openai` client and the fake model server.
+The workload is the benchmark's (bench/session_history.py, from testkit/bench_model.py):
+2,000-character messages, a tool (`fixed_output`) that returns 2,000 characters, a
+200-character answer, through the real worker, the real `openai` client and the fake model
+server.
 """
 
 from __future__ import annotations
@@ -20,13 +21,12 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 
-import bench.bench_tools  # noqa: F401  (registers fixed_output)
-from bench.bench_tools import fixed_text
-from bench.copies import event_labels, full_copies
-from bench.fake_model import bench_model
-from bench.history_reading import Parts, session_turn_bytes
-from bench.session_history import TOOL_CHARS, turn_of_text, user_message
+import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from contracts.session import TurnResult
+from testkit.bench_model import TOOL_CHARS, bench_model, turn_of_text, user_message
+from testkit.fixed_output import fixed_text
+from testkit.history_copies import event_labels, full_copies
+from testkit.history_reading import Parts, session_turn_bytes
 from tests.conftest import AgentHarness
 
 HEADROOM = 1.25

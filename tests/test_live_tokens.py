@@ -25,9 +25,9 @@ from cli.live_text import LiveCall, LiveText, model_calls_in_flight
 from contracts.agent_result import AgentResult
 from contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
 from contracts.usage import TokenUsage
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.eventually import eventually
 from tests.conftest import AgentHarness
-from tests.eventually import eventually
 from tests.test_cli_run import AgentCli
 
 ANSWER = (

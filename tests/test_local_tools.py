@@ -25,10 +25,10 @@ from temporalio.worker import Replayer
 
 import activities.tool_activities as tool_activities
 from contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
+from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import ScriptedHarness, activity_types, local_activities
-from tests.eventually import eventually
 from tests.test_cancellation import cancel_and_wait
 from tools.catalog import REGISTRY
 from tools.definition import ToolOptions, tool

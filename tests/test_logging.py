@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runtime.log_format import JsonFormatter
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 
 

@@ -46,8 +46,8 @@ from contracts.mcp import (
     McpCallRequest,
     McpToolSpec,
 )
+from testkit.eventually import eventually
 from tests.conftest import activity_types, started_workers
-from tests.eventually import eventually
 from tests.mcp_test_servers import SCRIPT, HttpMcpServer
 from tests.scripted_model import ScriptedChatModel, call, text, tool_calls
 

@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from runtime.settings import AgentSettings, SettingsError
-from tests.crash_tools import free_port
+from testkit.crash_tools import free_port
 from tests.memory_support import (  # noqa: F401  (the *_fixture names register fixtures)
     MemoryTarget,
     fresh_database,

@@ -27,10 +27,10 @@ from contracts.agent_result import AgentResult
 from contracts.model_io import ModelRequest
 from contracts.session import SessionResult
 from runtime.workers import build_workers
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.crash_tools import ROOT, WorkerCluster, attempts_of, free_port, worker_env
+from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL
-from tests.crash_tools import ROOT, WorkerCluster, attempts_of, free_port, worker_env
-from tests.fake_openai import FakeOpenAIServer
 from tests.memory_support import (  # noqa: F401  (the *_fixture names register fixtures)
     FlakyStore,
     MemoryTarget,

@@ -14,9 +14,9 @@ from temporalio.testing import WorkflowEnvironment
 from activities.model_router import ModelRouter, split_provider
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, history_json, started_workers
-from tests.fake_openai import FakeOpenAIServer
 
 LOCAL_KEY = "sk-local-PROVIDER-KEY-never-in-history"
 

@@ -13,10 +13,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from contracts.agent_status import AgentStatus
+from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import gates
 from tests.conftest import ScriptedHarness, local_activities
-from tests.eventually import eventually
 
 
 async def status_when(

@@ -25,8 +25,8 @@ from contracts.model_io import ModelRequest
 from contracts.plan import Plan, PlanState
 from contracts.session import TurnResult
 from loop.plan import checklist, new_plan, read_plan, revised, step_task, with_notes, with_status
+from testkit.eventually import eventually
 from tests.conftest import FAKE_MODEL, ScriptedHarness, activity_types, started_workers
-from tests.eventually import eventually
 from tests.scripted_model import Completion, ScriptedChatModel, call, text, tool_calls
 
 PLAN = {"steps": [{"goal": "Compute 6*7"}, {"goal": "Add 8 to it"}]}

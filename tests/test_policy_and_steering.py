@@ -23,6 +23,7 @@ from contracts.errors import INVALID_INPUT
 from contracts.messages import SteerMessage
 from contracts.policy import ApprovalPolicy, ApprovalRule, WorkerPolicy
 from loop.policy import matching_rule, overridden_approvals, verdict
+from testkit.eventually import eventually
 from tests.conftest import (
     FAKE_MODEL,
     ScriptedHarness,
@@ -30,7 +31,6 @@ from tests.conftest import (
     local_activities,
     started_workers,
 )
-from tests.eventually import eventually
 from tests.scripted_model import ScriptedChatModel, call, gate, text, tool_calls
 from tests.test_cli_run import AgentCli
 from tools.catalog import REGISTRY

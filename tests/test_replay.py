@@ -7,7 +7,7 @@ import uuid
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from workflows.agent_workflow import AgentWorkflow
 

@@ -13,8 +13,8 @@ from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelRequest
 from contracts.usage import TokenUsage
+from testkit.eventually import eventually
 from tests import scripted_model as sm
-from tests.eventually import eventually
 
 
 def request(text: str = "hi", model: str | None = None) -> ModelRequest:

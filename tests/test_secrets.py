@@ -31,10 +31,10 @@ from activities.model_router import ModelRouter
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from contracts.errors import MODEL_CALL_FAILED
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.crash_tools import WorkerCluster
+from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
-from tests.crash_tools import WorkerCluster
-from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
 
 RUN_TIMEOUT = 30.0

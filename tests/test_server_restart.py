@@ -24,12 +24,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from runtime.dev_server import DevServer, is_listening
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.crash_tools import free_port
+from testkit.eventually import eventually
+from testkit.fake_openai import FakeOpenAIServer
 from tests.agent_test_tools import executions
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
-from tests.crash_tools import free_port
-from tests.eventually import eventually
-from tests.fake_openai import FakeOpenAIServer
 from tests.hitl_support import wait_for_pending
 
 RESULT_TIMEOUT = 60.0

@@ -14,7 +14,7 @@ from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 from loop.approvals import open_request
 from loop.session_details import idle_details, send_command, turn_details
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
 

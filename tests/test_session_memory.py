@@ -26,7 +26,7 @@ from loop.memory import (
     turn_tokens,
 )
 from loop.tokens import estimate_messages_tokens
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
 

@@ -17,7 +17,7 @@ from activities.streaming import StreamAssembler, StreamIncomplete, assemble_str
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import PROGRESS_TAIL_CHARS
 from contracts.usage import TokenUsage
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 
 PROMPT = [ChatMessage.system("Be brief."), ChatMessage.user("What is 6 times 7?")]
 REQUEST = {"model": "m-1", "stream": True, "stream_options": {"include_usage": True}}

@@ -1,7 +1,7 @@
 """`OpenAIChatModel` over real HTTP against the fake server: streaming (SSE) and its fallback,
 reasoning keys, missing usage, `parallel_tool_calls`, and `MODEL_STREAMING`.
 
-The real `openai` client talks to `tests/fake_openai.py`; nothing is mocked. A model object
+The real `openai` client talks to `testkit/fake_openai.py`; nothing is mocked. A model object
 talks to one endpoint, so what it remembers about streaming is checked on the same object.
 """
 
@@ -22,8 +22,8 @@ from contracts.model_io import ModelReply, ModelRequest, ToolSchema
 from contracts.usage import TokenUsage
 from runtime.models import chat_model_for
 from runtime.settings import AgentSettings
-from tests import fake_openai as fake
-from tests.fake_openai import FakeOpenAIServer
+from testkit import fake_openai as fake
+from testkit.fake_openai import FakeOpenAIServer
 from tests.test_stream_assembly import REPLIES
 
 KEY = "sk-stream-test-0123456789-secret"

@@ -23,8 +23,8 @@ from contracts.agents import AgentProfile
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.errors import INVALID_INPUT
 from contracts.model_io import ModelRequest
+from testkit.eventually import eventually
 from tests.conftest import ScriptedHarness, activity_types, local_activities
-from tests.eventually import eventually
 from tests.scripted_model import Completion, call, gate, text, tool_calls
 from tools.agents import AGENT_PROFILES, RESEARCHER
 

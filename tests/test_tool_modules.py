@@ -12,10 +12,10 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
+from testkit.crash_tools import WorkerCluster
+from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types, local_activities
-from tests.crash_tools import WorkerCluster
-from tests.fake_openai import FakeOpenAIServer
 
 MODULE = "examples.unit_tools"
 

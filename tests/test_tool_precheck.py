@@ -24,9 +24,9 @@ from temporalio.worker import Replayer
 
 from contracts.approvals import PendingRequest
 from loop import approvals
+from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
-from tests.eventually import eventually
 from tests.histories.record import WORKFLOW_ID
 from tests.hitl_support import wait_for_pending
 from tools.builtin.files import ReadFileArgs, read_file, read_file_precheck

@@ -23,7 +23,7 @@ from loop.output import (
     parse_text,
     schema_problem,
 )
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import AgentHarness, ScriptedHarness
 from tests.scripted_model import call, tool_calls
 from tools.catalog import OUTPUT_TYPES

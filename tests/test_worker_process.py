@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from runtime.dev_server import DevServer, is_listening
-from tests.crash_tools import WorkerProcess
-from tests.eventually import eventually
+from testkit.crash_tools import WorkerProcess
+from testkit.eventually import eventually
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tests import fake_openai as fake
-from tests.crash_tools import (
+from testkit import fake_openai as fake
+from testkit.crash_tools import (
     WorkerCluster,
     WorkerProcess,
     attempts_of,
@@ -25,8 +25,8 @@ from tests.crash_tools import (
     recorded,
     release,
 )
-from tests.eventually import eventually
-from tests.fake_openai import FakeOpenAIServer
+from testkit.eventually import eventually
+from testkit.fake_openai import FakeOpenAIServer
 
 DRAIN_MARKER = "stopping: draining in-flight work"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from contracts.agent_status import AgentStatus
+from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness
-from tests.eventually import eventually
 
 
 async def test_read_file_reads_inside_the_workspace_only(scripted_agent: ScriptedHarness) -> None:

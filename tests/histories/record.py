@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 
 import tests.agent_test_tools  # noqa: F401  (registers the test tools)
 from activities.openai_model import OpenAIChatModel
-from tests import fake_openai as fake
+from testkit import fake_openai as fake
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
 from tests.session_support import echo_model, send_with_start, wait_status

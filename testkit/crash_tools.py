@@ -1,7 +1,7 @@
 """A side-effecting tool for worker processes that get killed, plus helpers to run `worker.py`
 as a subprocess and read what the tool did.
 
-A worker started with `AGENT_TOOL_MODULES=tests.crash_tools` imports this module, which registers
+A worker started with `AGENT_TOOL_MODULES=testkit.crash_tools` imports this module, which registers
 `crash_effect` into the application's `REGISTRY`. The tool runs in that other process, so it
 records every start, effect, skip and finish as a JSON line in `$CRASH_RECORD_DIR/events.jsonl`
 (one `O_APPEND` write per line, so several processes can share the file).
@@ -43,13 +43,13 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 
 from contracts.agent_result import AgentResult
-from tests.eventually import eventually
+from testkit.eventually import eventually
 from tools.catalog import REGISTRY
 from tools.definition import ToolContext, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD_DIR_ENV = "CRASH_RECORD_DIR"
-MODULE = "tests.crash_tools"
+MODULE = "testkit.crash_tools"
 READY_MARKER = "Worker ready on task queue"
 
 # -- the tool ------------------------------------------------------------------------------------
