@@ -27,7 +27,6 @@ import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation
 from pydantic import ValidationError
@@ -46,6 +45,11 @@ PROBE_TIMEOUT_SECONDS = 2.0
 """Time a server whose stderr closed gets to prove it still answers."""
 MAX_LIST_PAGES = 100
 STDERR_TAIL_LINES = 20
+HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The `mcp` SDK's own client defaults (`streamable_http_client` without `http_client`): 30 s
+to connect, write and wait for the pool; 300 s to read, as a server may hold a response stream
+open. Redirects are left off, as there: the transport follows only those that stay on the
+endpoint's origin itself, whatever the client's `follow_redirects` says."""
 
 
 class McpServerError(Exception):
@@ -235,8 +239,9 @@ class _Connection:
             writer = cast(Any, self.stderr.writer)
             transport: Any = stdio_client(params, errlog=writer)
         else:
+            # The SDK's public way to set headers: a client of our own, passed as `http_client`.
             http = await stack.enter_async_context(
-                create_mcp_http_client(headers=dict(config.headers) or None)
+                httpx2.AsyncClient(headers=dict(config.headers), timeout=HTTP_TIMEOUT)
             )
             transport = streamable_http_client(config.url, http_client=http)
         client = Client(

@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import anyio
 from mcp.server import MCPServer
@@ -73,8 +74,22 @@ def web_server() -> MCPServer:
     return server
 
 
+class _HeaderLog:
+    """ASGI middleware: keeps the headers of every HTTP request, then hands it on."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.headers: list[dict[str, str]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await self.app(scope, receive, send)
+
+
 class HttpMcpServer:
-    """`web_server()` over streamable HTTP at `url`, in a thread, while in the `with`."""
+    """`web_server()` over streamable HTTP at `url`, in a thread, while in the `with`; `headers`
+    holds the headers of every HTTP request it received."""
 
     def __init__(self) -> None:
         import uvicorn
@@ -84,12 +99,16 @@ class HttpMcpServer:
         port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.base_url = f"http://127.0.0.1:{port}"
-        app = web_server().streamable_http_app()
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        self._log = _HeaderLog(web_server().streamable_http_app())
+        config = uvicorn.Config(self._log, log_level="warning", lifespan="on")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
         )
+
+    @property
+    def headers(self) -> list[dict[str, str]]:
+        return list(self._log.headers)
 
     def __enter__(self) -> HttpMcpServer:
         self._thread.start()

@@ -337,6 +337,21 @@ async def test_long_output_is_truncated(
         assert "300000" in output["content"]  # the marker tells how much there was
 
 
+async def test_an_http_server_gets_the_configured_headers(web: HttpMcpServer) -> None:
+    """Every request to a streamable HTTP server carries the config's headers (the httpx client
+    is ours, passed to the SDK's transport)."""
+    token = f"Bearer {uuid.uuid4().hex}"
+    config = {"web": {"url": web.url, "headers": {"Authorization": token, "X-Agent": "test"}}}
+    before = len(web.headers)
+    async with McpServers(parse_mcp_config({"mcpServers": config})) as servers:
+        assert "echo" in {spec.name for spec in await servers.list_tools("web")}
+    sent = web.headers[before:]
+    assert sent, "no request reached the server"
+    assert [(h.get("authorization"), h.get("x-agent")) for h in sent] == [(token, "test")] * len(
+        sent
+    )
+
+
 async def test_unknown_server_is_refused(
     temporal_env: WorkflowEnvironment, web: HttpMcpServer, tmp_path: Path
 ) -> None:
