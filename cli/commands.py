@@ -339,7 +339,7 @@ async def pending(args: argparse.Namespace, ctx: Context) -> int:
     elif not requests:
         ctx.say(f"nothing is pending in {args.workflow_id}")
     else:
-        ctx.say(*render.pending_lines(requests, args.workflow_id, ctx.prefix))
+        ctx.say(*render.pending_lines(requests, args.workflow_id, ctx.prefix, full=args.full))
     return OK
 
 

@@ -6,6 +6,7 @@ naming the call; `*` uses the signal of the same name."""
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any, Literal
 
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
@@ -16,6 +17,10 @@ from cli.commands import Context, parse_json_object, pending_requests
 from cli.connection import RunHandle, connect, describe, explain_rpc, is_running, status_name
 from cli.errors import OK, CliError
 from cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
+
+DIGEST = re.compile(r"[0-9a-f]{8,64}")
+"""`--digest`: the start of a call's `args_digest` (sha256, 64 hex digits)."""
+FULL_DIGEST_CHARS = 64
 
 # -- deciding ----------------------------------------------------------------------------------
 
@@ -40,6 +45,13 @@ async def decide(
     edited = parse_json_object(args.args, "--args") if getattr(args, "args", None) else None
     if edited is not None and args.call == "*":
         raise CliError("--args edits one call: name its call id instead of '*'")
+    digest = getattr(args, "digest", None)
+    if digest is not None:
+        digest = digest.strip().lower()
+        if not DIGEST.fullmatch(digest):
+            raise CliError("--digest takes the hex args_digest `pending` shows (8 to 64 digits)")
+        if args.call == "*":
+            raise CliError("--digest names one call's arguments: name its call id, not '*'")
     handle, task_queue = await open_run(ctx, args.workflow_id, decision)
     extra: dict[str, Any] = {"by": args.by}
     if decision == "approve":
@@ -52,6 +64,8 @@ async def decide(
     payload: dict[str, Any] = {"call_id": args.call, "decision": decision, **extra}
     if edited is not None:
         payload["args"] = edited
+    if digest is not None:
+        payload["args_digest"] = await full_digest(handle, task_queue, args.call, digest)
     try:
         recorded = await send_decision(handle, payload)
     except WorkflowUpdateFailedError as error:
@@ -70,6 +84,25 @@ async def decide(
     else:
         ctx.say(render.decision_line(recorded))
     return OK
+
+
+async def full_digest(handle: RunHandle, task_queue: str, call_id: str, digest: str) -> str:
+    """The whole `args_digest` of pending call `call_id` when it starts with `digest` (what the
+    person saw); the workflow then checks it again as it decides, so nothing in between can
+    change the arguments approved."""
+    if len(digest) == FULL_DIGEST_CHARS:
+        return digest
+    requests = await pending_requests(handle, task_queue)
+    request = next((r for r in requests if r.call_id == call_id), None)
+    if request is None:
+        return digest  # the workflow refuses it, naming the call ids that are pending
+    if not request.args_digest.startswith(digest):
+        raise CliError(
+            f"cannot approve {call_id!r} in {handle.id}: its arguments are not the ones shown "
+            f"with --digest {digest} (their args_digest is {request.args_digest[:12]}); look "
+            "again with `pending`"
+        )
+    return request.args_digest
 
 
 async def _decide_all(

@@ -148,11 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     pending = command("pending", commands.pending, "list the calls waiting for a person")
     pending.add_argument("workflow_id", metavar="ID")
+    pending.add_argument(
+        "--full", action="store_true", help="show every argument in full (long ones are cut)"
+    )
 
     approve = command("approve", decisions.approve, "approve a pending call ('*': all of them)")
     approve.add_argument("workflow_id", metavar="ID")
     approve.add_argument("call", metavar="CALL", help="call id, or '*' for every pending approval")
     approve.add_argument("--args", metavar="JSON", help="run it with these arguments instead")
+    approve.add_argument(
+        "--digest",
+        metavar="HEX",
+        help="the args_digest `agent pending` shows (at least 8 hex digits): approve only if "
+        "the call still has exactly those arguments",
+    )
     approve.add_argument("--by", default=_user(), help="who approves (default: $USER)")
     approve.add_argument("--comment", help="a note kept with the decision")
 

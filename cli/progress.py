@@ -216,10 +216,17 @@ class Answerer:
                     self.console.line("  the arguments must be a JSON object")
                     continue
                 payload = {**base, "decision": "approve", "args": args}
+            elif choice in ("f", "full", "show"):
+                for line in render.full_lines(request):
+                    self.console.line(line)
+                continue
             elif choice in ("s", "skip"):
                 return self._give_up(request, "skipped")
             else:
-                self.console.line("  answer y (approve), n (reject), e (edit the args) or s (skip)")
+                more = ", f (show all the args)" if render.can_show_more(request) else ""
+                self.console.line(
+                    f"  answer y (approve), n (reject), e (edit the args){more} or s (skip)"
+                )
                 continue
             if await self._decide(payload):
                 return
@@ -313,7 +320,9 @@ class ProgressView:
         fresh = [p for p in status.pending if p.call_id not in self._announced]
         for request in fresh:
             self._announced.add(request.call_id)
-            self.console.line(render.pending_line(request))
+            hint = render.full_hint(self.prefix, self.workflow_id)
+            for line in render.pending_block(request, hint=hint):
+                self.console.line(line)
             if with_commands:
                 for command in render.answer_commands(self.prefix, self.workflow_id, request):
                     self.console.line(f"      {command}")

@@ -15,17 +15,23 @@ from contracts.agent_result import AgentResult, ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.usage import TokenUsage
+from loop.review_display import escape_text, hidden_warning, prompt_text, show_call, terminal_lines
 from loop.summaries import shorten
 
 MARKERS = {"ok": "✓", "error": "✗", "rejected": "⊘"}
 ARGS_CHARS = 80
 OBSERVATION_CHARS = 100
+DIGEST_CHARS = 12
+"""How much of a call's `args_digest` the printed `agent approve` command carries."""
+ARGS_INDENT = "      "
 
 
 def short_args(args: Mapping[str, Any] | None, raw: str = "", limit: int = ARGS_CHARS) -> str:
-    """Tool arguments as compact one-line JSON (the raw text when they did not parse)."""
+    """Tool arguments as compact one-line JSON (the raw text when they did not parse), with
+    control and bidirectional characters escaped. For steps that ran, not for decisions: a
+    pending call is shown by `pending_block`."""
     text = json.dumps(dict(args), ensure_ascii=False) if args is not None else raw
-    return shorten(text, limit)
+    return escape_text(shorten(text, limit))
 
 
 def plural(count: int, noun: str) -> str:
@@ -61,20 +67,37 @@ def step_line(step: ToolStep) -> str:
     """`  ✓ calculator {"expression": "17 * 25"} → 425`"""
     marker = MARKERS.get(step.status, "?")
     args = short_args(step.args, step.raw_arguments)
-    observation = shorten(step.observation, OBSERVATION_CHARS)
+    observation = escape_text(shorten(step.observation, OBSERVATION_CHARS))
     return f"  {marker} {step.tool} {args} → {observation}{human_note(step.human)}"
 
 
-def pending_line(request: PendingRequest) -> str:
-    """`  ? write_file {...} waits for approval (call w1)` or the question an agent asks."""
+def full_hint(prefix: str, workflow_id: str) -> str:
+    """The command that shows every argument of the pending calls in full."""
+    return f"{prefix} pending {shlex.quote(workflow_id)} --full"
+
+
+def pending_block(
+    request: PendingRequest, *, full: bool = False, hint: str | None = None
+) -> list[str]:
+    """A pending request for the person who decides on it: `  ? write_file {...} waits for
+    approval (call w1)` when its arguments fit on the line; else the header and one argument a
+    line, the short ones (path, recipient, amount) first and in full, then each long one's size
+    and first and last lines (`full`: all of it), then `hint` when something was cut.
+    Invisible and control characters are shown escaped (`loop/review_display.py`)."""
     if request.kind == "question":
-        question = request.question or short_args(request.args)
-        return f"  ? {request.tool} asks: {shorten(question, 200)} (call {request.call_id})"
+        question = escape_text(shorten(request.question or "", 200)) or short_args(request.args)
+        return [f"  ? {escape_text(request.tool)} asks: {question} (call {request.call_id})"]
+    call = show_call(request.tool, request.args, full=full)
     expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
-    return (
-        f"  ? {request.tool} {short_args(request.args)} waits for approval "
-        f"(call {request.call_id}{expires})"
-    )
+    waits = f"waits for approval (call {escape_text(request.call_id)}{expires})"
+    if call.compact is not None:
+        warning = hidden_warning(call.hidden)
+        lines = [f"  ? {call.tool} {call.compact} {waits}"]
+        return lines + ([f"{ARGS_INDENT}{warning}"] if warning else [])
+    lines = [f"  ? {call.tool} {waits}", *terminal_lines(call, ARGS_INDENT)]
+    if call.cut and hint:
+        lines.append(f"{ARGS_INDENT}(cut for display; all of it: {hint})")
+    return lines
 
 
 def answer_text(result: AgentResult) -> str:
@@ -90,13 +113,31 @@ def answer_commands(prefix: str, workflow_id: str, request: PendingRequest) -> l
     if request.kind == "question":
         return [f"{prefix} reply {wid} {call} 'your answer'"]
     return [
-        f"{prefix} approve {wid} {call}",
+        f"{prefix} approve {wid} {call} --digest {request.args_digest[:DIGEST_CHARS]}",
         f"{prefix} reject {wid} {call} --reason 'why not'",
     ]
 
 
+def can_show_more(request: PendingRequest) -> bool:
+    """Whether the request's arguments are cut when shown (the prompt then offers `f`)."""
+    return show_call(request.tool, request.args).cut
+
+
 def approval_prompt(request: PendingRequest) -> str:
-    return f"approve {request.tool} {short_args(request.args)}? [y]es/[n]o/[e]dit/[s]kip: "
+    """`approve write_file path: "a.txt", content: (12,345 chars, 301 lines)? [y]es/...: `:
+    the short arguments in full, the long ones by their size (`f` shows them)."""
+    call = show_call(request.tool, request.args)
+    more = "[f]ull/" if call.cut else ""
+    return f"approve {prompt_text(call)}? [y]es/[n]o/[e]dit/{more}[s]kip: "
+
+
+def full_lines(request: PendingRequest) -> list[str]:
+    """What `f` at the prompt prints: every argument in full, and the digest the decision is
+    bound to."""
+    return [
+        *pending_block(request, full=True),
+        f"{ARGS_INDENT}args_digest: {request.args_digest} (the decision applies only to these)",
+    ]
 
 
 def decision_line(decision: HumanDecision) -> str:
@@ -152,10 +193,13 @@ def status_lines(
     return lines
 
 
-def pending_lines(requests: Iterable[PendingRequest], workflow_id: str, prefix: str) -> list[str]:
-    """Each pending request, followed by the commands that answer it."""
+def pending_lines(
+    requests: Iterable[PendingRequest], workflow_id: str, prefix: str, *, full: bool = False
+) -> list[str]:
+    """Each pending request (`pending_block`), followed by the commands that answer it."""
     lines: list[str] = []
+    hint = full_hint(prefix, workflow_id)
     for request in requests:
-        lines.append(pending_line(request))
+        lines += pending_block(request, full=full, hint=hint)
         lines += [f"      {command}" for command in answer_commands(prefix, workflow_id, request)]
     return lines

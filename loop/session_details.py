@@ -2,7 +2,8 @@
 
 The Web UI renders current details as Markdown with typographic replacements (`--` becomes an
 en dash, straight quotes curly ones), so the commands here and the user's own text go into code
-spans: they render literally and paste into a shell.
+spans: they render literally and paste into a shell. Invisible and control characters in the
+user's text and a call's arguments are shown escaped (`loop/review_display.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from contracts.approvals import PendingRequest
 from contracts.usage import TokenUsage
 from loop.markdown import code_span
-from loop.summaries import plural, shorten, tool_call_summary
+from loop.review_display import escape_text, markdown_pending, markdown_text
+from loop.summaries import plural, shorten
 
 MESSAGE_PREVIEW_CHARS = 120
 
@@ -31,20 +33,16 @@ def turn_details(
     turn: int, message: str, workflow_id: str | None, pending: Sequence[PendingRequest] = ()
 ) -> str:
     """A turn is running: what it answers, where it runs (its child run's id; None: inside the
-    session's own history), and the command that answers each of its pending requests."""
+    session's own history), and each of its pending requests with its arguments as the person
+    deciding should see them and the command that answers it (`markdown_pending`)."""
     where = (
         f"running as {code_span(workflow_id)}"
         if workflow_id is not None
         else "running inside this session (its model and tool calls are in this history)"
     )
-    paragraphs = [f"turn {turn}: {code_span(shorten(message, MESSAGE_PREVIEW_CHARS))}", where]
-    for request in pending:
-        what = (
-            f"an answer: {code_span(shorten(request.question or '', 200))}"
-            if request.kind == "question"
-            else f"approval: {code_span(f'{request.tool} {tool_call_summary(request.args)}')}"
-        )
-        paragraphs.append(f"waiting for {what}\n\n{code_span(request.command)}")
+    preview = escape_text(shorten(message, MESSAGE_PREVIEW_CHARS))
+    paragraphs = [f"turn {turn}: {code_span(preview)}", where]
+    paragraphs += [markdown_pending(request) for request in pending]
     return "\n\n".join(paragraphs)
 
 
@@ -59,6 +57,7 @@ def idle_details(
     to send the next message."""
     paragraphs = [f"{plural(turns, 'turn')} · {usage.total_tokens} tokens · {queued} queued"]
     if last_incomplete is not None:
-        paragraphs.append(f"the last turn did not complete: {shorten(last_incomplete, 300)}")
+        why = markdown_text(shorten(last_incomplete, 300))
+        paragraphs.append(f"the last turn did not complete: {why}")
     paragraphs.append(f"send a message: {code_span(send_command(session_id))}")
     return "\n\n".join(paragraphs)

@@ -12,9 +12,9 @@ from contracts.agent_result import StopReason
 from contracts.agent_status import AgentStatus, Phase
 from contracts.approvals import PendingRequest
 from contracts.scratchpad import Scratchpad
-from loop.markdown import code_span
-from loop.plan import checklist
-from loop.summaries import plural, shorten, tool_call_summary
+from loop.plan import MARKS
+from loop.review_display import markdown_pending, markdown_text
+from loop.summaries import plural
 
 RECENT_STEPS_IN_STATUS = 5
 
@@ -53,8 +53,10 @@ def run_status(
 
 def current_details(status: AgentStatus) -> str:
     """Markdown for the Web UI (and `temporal workflow describe`): where the run is and, for
-    every call waiting for a person, the command that answers it, in a code span so it renders
-    literally and pastes into a shell."""
+    every call waiting for a person, its arguments as the person deciding should see them
+    (`loop/review_display.py`: deciding ones first and in full, long ones cut with their size,
+    invisible characters escaped) and the command that answers it, in a code span so it
+    renders literally and pastes into a shell. Text from the model (plan goals) is escaped."""
     if status.phase == "done":
         return (
             f"done ({status.stop_reason}) after {status.iteration} turns · "
@@ -70,18 +72,17 @@ def current_details(status: AgentStatus) -> str:
         f"{status.phase.replace('_', ' ')} · {status.usage.total_tokens} tokens · "
         f"{plural(status.steps, 'tool call')}"
     ]
-    if status.plan is not None:
+    plan = status.plan
+    if plan is not None:
+        steps = zip(plan.steps, plan.status, strict=True)
         lines.append(
-            "plan:\n\n" + "\n".join(f"- {line}" for line in checklist(status.plan).split("\n"))
+            "plan:\n\n"
+            + "\n".join(
+                f"- {MARKS[state]} {i}. {markdown_text(step.goal)}"
+                for i, (step, state) in enumerate(steps, start=1)
+            )
         )
     if status.steering:
         lines.append(f"{len(status.steering)} steering message(s) for the model's next call")
-    for request in status.pending:
-        if request.kind == "question":
-            what = f"an answer: {code_span(shorten(request.question or '', 200))}"
-        elif request.kind == "plan":
-            what = "approval of the plan above"
-        else:
-            what = f"approval: {code_span(f'{request.tool} {tool_call_summary(request.args)}')}"
-        lines.append(f"waiting for {what}\n\n{code_span(request.command)}")
+    lines += [markdown_pending(request, plan_above=plan is not None) for request in status.pending]
     return "\n\n".join(lines)

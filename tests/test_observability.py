@@ -82,7 +82,7 @@ async def test_status_follows_every_state(scripted_agent: ScriptedHarness) -> No
     assert waiting.steps == 1 and waiting.recent_steps[0].tool == "gated"
     details = (await handle.query("__temporal_workflow_metadata")).current_details
     # Markdown: the call and the command sit in code spans, so the Web UI shows them literally.
-    assert 'waiting for approval: `write_file {"content": "s"' in details
+    assert 'waiting for approval: `write_file {"path": "s.txt", "content": "s"' in details
     command = f"temporal workflow signal --workflow-id {handle.id} --name approve"
     assert f'`{command} --input \'{{"call_id": "w"}}\'`' in details
     await handle.signal("approve", {"call_id": "w"})
