@@ -171,10 +171,7 @@ def test_a_bad_default_is_reported_once_on_defaults() -> None:
         "defaults": {"max_iterations": "lots"},
         "scenarios": [{"name": "a", "prompt": "p"}, {"name": "b", "prompt": "q"}],
     }
-    assert problems_of(raw) == [
-        "defaults.max_iterations: Input should be a valid integer, unable to parse string as "
-        "an integer"
-    ]
+    assert problems_of(raw) == ["defaults.max_iterations: Input should be a valid integer"]
 
 
 def test_every_problem_is_reported_at_once() -> None:

@@ -33,8 +33,9 @@ from tests.test_cancellation import cancel_and_wait
 from tools.catalog import REGISTRY
 from tools.definition import ToolOptions, tool
 from workflows.agent_workflow import AgentWorkflow
+from workflows.callees.activity import tool_failure
+from workflows.callees.local_tool import LOCAL_TOOLS_PATCH, local_activity_error
 from workflows.session_workflow import SessionWorkflow
-from workflows.tool_round import LOCAL_TOOLS_PATCH, local_activity_error, tool_failure
 
 # --- definitions ------------------------------------------------------------------------------
 
