@@ -11,15 +11,18 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.histories.record import WORKFLOW_ID
+from tests.histories.record import WORKFLOW_ID, WORKFLOW_IDS
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 EXPECTED = {
     "approval", "approval_timeout", "cancellation", "continue_as_new", "local_tools",
-    "parallel_tools", "session", "session_inline", "simple",
+    "mcp_tool", "parallel_tools", "plan_and_execute", "plan_and_execute_step", "session",
+    "session_inline", "simple", "sub_agent", "sub_agent_child",
 }  # fmt: skip
+"""Each scenario of tests/histories/record.py, and the child runs it records (a sub-agent's,
+a plan step's: they replay under their own workflow ids, `WORKFLOW_IDS`)."""
 
 
 def test_every_scenario_has_a_recorded_history() -> None:
@@ -28,7 +31,7 @@ def test_every_scenario_has_a_recorded_history() -> None:
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_recorded_history_replays(path: Path) -> None:
-    history = WorkflowHistory.from_json(WORKFLOW_ID, path.read_text())
+    history = WorkflowHistory.from_json(WORKFLOW_IDS.get(path.stem, WORKFLOW_ID), path.read_text())
     replayer = Replayer(
         workflows=[AgentWorkflow, SessionWorkflow], data_converter=pydantic_data_converter
     )

@@ -2,10 +2,12 @@
 
     .venv/bin/python -m tests.histories.record
 
-Runs each scenario against a fresh dev server, the real worker and the fake model server, and
-writes `<scenario>.json` beside this file. Re-record only when a change is *meant* to alter
-what the workflows do, and only once no run started by the old code can still be running
-anywhere (see README, "Changing workflow code").
+Runs each scenario against a fresh dev server, the real worker (with the `time` MCP server,
+mcp-server-time over stdio, configured) and the fake model server, and writes `<scenario>.json`
+beside this file. A scenario with child runs writes the children's histories too, under the
+file names `WORKFLOW_IDS` lists (a history replays under its own workflow id). Re-record only
+when a change is *meant* to alter what the workflows do, and only once no run started by the
+old code can still be running anywhere (see README, "Changing workflow code").
 """
 
 from __future__ import annotations
@@ -23,16 +25,32 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 import tests.agent_test_tools  # noqa: F401  (registers the test tools)
+from activities.mcp_config import parse_mcp_config
+from activities.mcp_servers import McpServers
 from activities.openai_model import OpenAIChatModel
+from loop.plan import PLANNER_PROMPT
 from testkit import fake_openai as fake
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
 from tests.session_support import echo_model, send_with_start, wait_status
+from tools.agents import RESEARCHER
 
 HERE = Path(__file__).resolve().parent
 WORKFLOW_ID = "recorded"
 """Every scenario runs under this workflow id (on a fresh server), so a replay can name it."""
-Scenario = Callable[[Client, str, fake.FakeOpenAIServer], Awaitable[WorkflowHandle[Any, Any]]]
+WORKFLOW_IDS = {
+    "sub_agent_child": f"{WORKFLOW_ID}/researcher-d1",
+    "plan_and_execute_step": f"{WORKFLOW_ID}/step-1",
+}
+"""The workflow id of each recorded child run, by file name (the others are `WORKFLOW_ID`)."""
+MCP_SERVERS = {
+    "time": {
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+    }
+}
+Handle = WorkflowHandle[Any, Any]
+Scenario = Callable[[Client, str, fake.FakeOpenAIServer], Awaitable[Handle | dict[str, Handle]]]
 
 
 async def simple(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
@@ -208,6 +226,95 @@ async def session_inline(client: Client, queue: str, model: fake.FakeOpenAIServe
     return client.get_workflow_handle(session_id, run_id=handle.first_execution_run_id)
 
 
+def tool_results(body: dict[str, Any]) -> int:
+    return sum(1 for m in body["messages"] if m["role"] == "tool")
+
+
+async def sub_agent(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A call of the `researcher` profile: a child run (`recorded/researcher-d1`, recorded too)
+    that calls the calculator and reports, and the parent's answer from the report."""
+
+    def reply(body: dict[str, Any]) -> Any:
+        if body["messages"][0]["content"] == RESEARCHER.system_prompt:
+            if not tool_results(body):
+                return fake.tool_calls(fake.call("calculator", {"expression": "6*7"}, id="r1"))
+            return fake.text("The researcher found 42.")
+        if not tool_results(body):
+            return fake.tool_calls(fake.call("researcher", {"task": "What is 6*7?"}, id="d1"))
+        return fake.text("Delegated: 42")
+
+    model.set_handler(reply)
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "research 6*7", "agents": ["researcher"]},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await handle.result()
+    child = client.get_workflow_handle(WORKFLOW_IDS["sub_agent_child"])
+    return {"sub_agent": handle, "sub_agent_child": child}
+
+
+async def plan_and_execute(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """`mode: plan_and_execute` with `plan_approval`: the plan waits and is approved (`decide`);
+    step 1 runs as a child (`recorded/step-1`, recorded too) with a calculator call; step 2
+    answers empty twice and fails; the replan's one step runs; then the synthesis call."""
+    empties = {"left": 2}
+
+    def reply(body: dict[str, Any]) -> Any:
+        system = body["messages"][0]["content"] or ""
+        user = next((m["content"] or "" for m in body["messages"] if m["role"] == "user"), "")
+        if system == PLANNER_PROMPT:
+            if "Revise the plan" in user:
+                plan = {"steps": [{"goal": "Add 8 to 42 with the calculator"}]}
+                return fake.tool_calls(fake.call("submit_plan", plan, id="p2"))
+            plan = {"steps": [{"goal": "Compute 6*7"}, {"goal": "Add 8 to it"}]}
+            return fake.tool_calls(fake.call("submit_plan", plan, id="p1"))
+        if system.startswith("You write the final answer"):
+            return fake.text("Final: 6*7 is 42, and 42+8 is 50.")
+        if "Compute 6*7" in user.splitlines()[-1]:
+            if not tool_results(body):
+                return fake.tool_calls(fake.call("calculator", {"expression": "6*7"}, id="c1"))
+            return fake.text("42")
+        if user.splitlines()[-1].endswith("Add 8 to it") and empties["left"]:
+            empties["left"] -= 1
+            return fake.text("")
+        if not tool_results(body):
+            return fake.tool_calls(fake.call("calculator", {"expression": "42+8"}, id="c2"))
+        return fake.text("50")
+
+    model.set_handler(reply)
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "6*7 then +8", "mode": "plan_and_execute", "plan_approval": True},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    [request] = await wait_for_pending(handle)
+    await handle.execute_update("decide", {"call_id": request.call_id, "decision": "approve"})
+    await handle.result()
+    step = client.get_workflow_handle(WORKFLOW_IDS["plan_and_execute_step"])
+    return {"plan_and_execute": handle, "plan_and_execute_step": step}
+
+
+async def mcp_tool(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A run with the `time` MCP server: its tools listed (an activity), two calls of one (each
+    an activity named `time__get_current_time`), the second an error (a bad timezone)."""
+    model.enqueue(
+        fake.tool_calls(fake.call("time__get_current_time", {"timezone": "Asia/Tokyo"}, id="c1")),
+        fake.tool_calls(fake.call("time__get_current_time", {"timezone": "Mars/Olympus"}, id="c2")),
+        fake.text("It is morning in Tokyo."),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "What time is it in Tokyo?", "mcp_servers": ["time"]},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await handle.result()
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "simple": simple,
     "parallel_tools": parallel_tools,
@@ -218,6 +325,9 @@ SCENARIOS: dict[str, Scenario] = {
     "continue_as_new": continue_as_new,
     "session": session,
     "session_inline": session_inline,
+    "sub_agent": sub_agent,
+    "plan_and_execute": plan_and_execute,
+    "mcp_tool": mcp_tool,
 }
 
 
@@ -232,14 +342,19 @@ async def record(names: list[str]) -> None:
                 model = OpenAIChatModel(
                     api_key="sk-recording", base_url=server.base_url, default_model="fake-model-1"
                 )
+                mcp = McpServers(parse_mcp_config({"mcpServers": MCP_SERVERS}))
                 async with AsyncExitStack() as stack:
                     workspace = HERE / ".workspace"
                     workspace.mkdir(exist_ok=True)
-                    queue = await started_workers(stack, env.client, model, workspace)
-                    handle = await SCENARIOS[name](env.client, queue, server)
-                    history = await handle.fetch_history()
-                (HERE / f"{name}.json").write_text(history.to_json())
-                print(f"recorded {name}: {len(history.events)} events")
+                    queue = await started_workers(stack, env.client, model, workspace, mcp=mcp)
+                    handles = await SCENARIOS[name](env.client, queue, server)
+                    if not isinstance(handles, dict):
+                        handles = {name: handles}
+                    for stem, handle in handles.items():
+                        assert handle.id == WORKFLOW_IDS.get(stem, WORKFLOW_ID), (stem, handle.id)
+                        history = await handle.fetch_history()
+                        (HERE / f"{stem}.json").write_text(history.to_json())
+                        print(f"recorded {stem}: {len(history.events)} events")
     finally:
         await env.shutdown()
 
