@@ -20,23 +20,11 @@ bad arguments. Also for command-line usage errors, so that 2 keeps its meaning."
 DETACHED: Final = 130
 """Ctrl-C: the CLI stopped following; the run itself goes on."""
 
-_STOP_REASON_EXIT: dict[StopReason, int] = {
-    "completed": OK,
-    "stopped_by_tool": OK,
-    "max_iterations": RUN_INCOMPLETE,
-    "empty_answer": RUN_INCOMPLETE,
-    "repeated_calls": RUN_INCOMPLETE,
-    "token_budget": RUN_INCOMPLETE,
-    "cost_budget": RUN_INCOMPLETE,
-    "invalid_output": RUN_INCOMPLETE,
-    "length": RUN_INCOMPLETE,
-    "content_filter": RUN_INCOMPLETE,
-}
-
 
 def exit_code_for(stop_reason: StopReason) -> int:
-    """The exit code of a finished run: 0 for an answer, 2 for a run cut short by a limit."""
-    return _STOP_REASON_EXIT.get(stop_reason, RUN_INCOMPLETE)
+    """The exit code of a finished run: 0 for an answer, 2 for a run cut short by a limit
+    (`StopReason.answered` says which, for every reason)."""
+    return OK if stop_reason.answered else RUN_INCOMPLETE
 
 
 class CliError(Exception):

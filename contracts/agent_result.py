@@ -9,21 +9,11 @@ from pydantic import BaseModel
 
 from contracts.approvals import HumanDecision
 from contracts.plan import PlanState
+from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
 
-StopReason = Literal[
-    "completed",
-    "max_iterations",
-    "empty_answer",
-    "token_budget",
-    "cost_budget",
-    "repeated_calls",
-    "stopped_by_tool",
-    "invalid_output",
-    "length",
-    "content_filter",
-    "plan_rejected",
-]
+__all__ = ["StopReason"]  # where it was defined before; `contracts.stop_reason` now
+
 StepStatus = Literal["ok", "error", "rejected", "denied"]
 
 

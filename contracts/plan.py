@@ -7,6 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.omitted import none_omitted
+from contracts.stop_reason import StopReason
+
 PlanStepStatus = Literal["pending", "running", "done", "failed"]
 
 
@@ -44,6 +47,8 @@ class StepOutcome(BaseModel):
     status: PlanStepStatus
     answer: str = ""
     workflow_id: str | None = None
+    stop_reason: StopReason | None = none_omitted()
+    """Why the step's run stopped (None: it failed, or was recorded before this was kept)."""
 
 
 class PlanState(BaseModel):

@@ -42,9 +42,9 @@ def budget_exceeded(
 ) -> StopReason | None:
     """`token_budget` / `cost_budget` when a limit is passed, else None."""
     if max_total_tokens is not None and usage.total_tokens > max_total_tokens:
-        return "token_budget"
+        return StopReason.TOKEN_BUDGET
     if max_usd is not None and cost_usd is not None and cost_usd > max_usd:
-        return "cost_budget"
+        return StopReason.COST_BUDGET
     return None
 
 

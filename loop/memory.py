@@ -13,26 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.agent_input import AgentSettings
-from contracts.agent_result import StopReason, ToolStep
+from contracts.agent_result import ToolStep
 from contracts.messages import ChatMessage
 from contracts.session import MemoryMode, MemoryTurn, TurnReport
 from loop.limits import max_iterations_message
 from loop.summaries import shorten, tool_call_summary
 from loop.tokens import estimate_messages_tokens
 
-ANSWERED: frozenset[StopReason] = frozenset({"completed", "stopped_by_tool"})
-"""Stop reasons whose answer is the agent's answer."""
-
-LIMIT_REASONS: dict[StopReason, str] = {
-    "max_iterations": "it reached its limit of model calls (max_iterations)",
-    "token_budget": "it used up its token budget (max_total_tokens)",
-    "cost_budget": "it used up its cost budget (cost_budget)",
-    "repeated_calls": "it kept repeating the same tool call and was stopped (max_repeated_calls)",
-    "empty_answer": "the model gave an empty reply",
-    "invalid_output": "its answer did not match the requested output schema (output_retries)",
-    "length": "the model's reply was cut off at its output token limit",
-    "content_filter": "the model provider's content filter stopped the reply",
-}
 ERROR_CHARS = 300
 
 
@@ -45,7 +32,7 @@ def incomplete_reason(report: TurnReport, settings: AgentSettings) -> str | None
     if report.error is not None:
         return f"it failed: {shorten(report.error, ERROR_CHARS)}"
     reason = report.stop_reason
-    if reason in ANSWERED:
+    if reason is not None and reason.answered:
         return None
     if (
         reason == "max_iterations"
@@ -56,7 +43,7 @@ def incomplete_reason(report: TurnReport, settings: AgentSettings) -> str | None
         return None
     if reason is None:
         return "it ended without an answer"
-    return LIMIT_REASONS.get(reason, f"it stopped ({reason})")
+    return reason.incomplete_note
 
 
 def incomplete_note(reason: str) -> str:

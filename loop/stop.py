@@ -80,19 +80,19 @@ class Outcome:
 def decide_stop(pad: Scratchpad, limits: Limits, outcome: Outcome) -> Stop | None:
     """The stop reason and answer, or None to go on (see the module docstring for the order)."""
     if outcome.answer is not None:
-        return Stop("completed", outcome.answer, outcome.output)
+        return Stop(StopReason.COMPLETED, outcome.answer, outcome.output)
     if outcome.gave_up is not None:
-        return Stop("empty_answer", outcome.gave_up)
+        return Stop(StopReason.EMPTY_ANSWER, outcome.gave_up)
     if outcome.invalid_output is not None:
-        return Stop("invalid_output", outcome.invalid_output)
+        return Stop(StopReason.INVALID_OUTPUT, outcome.invalid_output)
     if outcome.cut_off is not None:
-        return Stop("length", outcome.cut_off)
+        return Stop(StopReason.LENGTH, outcome.cut_off)
     if outcome.filtered is not None:
-        return Stop("content_filter", outcome.filtered)
+        return Stop(StopReason.CONTENT_FILTER, outcome.filtered)
     if outcome.stopped_by_tool is not None:
-        return Stop("stopped_by_tool", outcome.stopped_by_tool)
+        return Stop(StopReason.STOPPED_BY_TOOL, outcome.stopped_by_tool)
     if outcome.repeated_tool is not None:
-        return Stop("repeated_calls", repeated_calls_message(outcome.repeated_tool))
+        return Stop(StopReason.REPEATED_CALLS, repeated_calls_message(outcome.repeated_tool))
     budget = budget_exceeded(pad.usage, pad.cost_usd, limits.max_total_tokens, limits.max_usd)
     if budget is not None:
         limit = (
@@ -100,5 +100,5 @@ def decide_stop(pad: Scratchpad, limits: Limits, outcome: Outcome) -> Stop | Non
         )
         return Stop(budget, budget_message(budget, pad.usage, pad.cost_usd, limit))
     if pad.iteration >= limits.max_iterations:
-        return Stop("max_iterations", max_iterations_message(limits.max_iterations))
+        return Stop(StopReason.MAX_ITERATIONS, max_iterations_message(limits.max_iterations))
     return None

@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from contracts.budgets import CostBudget, ModelPrice
+from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
 from loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
 
@@ -137,26 +138,26 @@ def test_token_budget_is_reported_first() -> None:
 
 
 def test_token_budget_message() -> None:
-    assert budget_message("token_budget", usage(1500, 700), None, 2000.0) == (
+    assert budget_message(StopReason.TOKEN_BUDGET, usage(1500, 700), None, 2000.0) == (
         "Stopped: the token budget of 2000 tokens was used up (2200 tokens spent). "
         "The steps so far are in the result."
     )
 
 
 def test_cost_budget_message() -> None:
-    assert budget_message("cost_budget", usage(1), 0.123456, 0.1) == (
+    assert budget_message(StopReason.COST_BUDGET, usage(1), 0.123456, 0.1) == (
         "Stopped: the cost budget of $0.1 was used up ($0.1235 spent). "
         "The steps so far are in the result."
     )
 
 
 def test_cost_budget_message_without_a_cost() -> None:
-    assert "($0.0000 spent)" in budget_message("cost_budget", usage(), None, 1.0)
+    assert "($0.0000 spent)" in budget_message(StopReason.COST_BUDGET, usage(), None, 1.0)
 
 
 def test_token_budget_message_shows_large_limits_in_full() -> None:
     """Regression: the limit was formatted with `:g`, which printed 1e+06."""
-    message = budget_message("token_budget", usage(900_000, 200_000), None, 1_000_000.0)
+    message = budget_message(StopReason.TOKEN_BUDGET, usage(900_000, 200_000), None, 1_000_000.0)
     assert "1e+06" not in message
     assert "budget of 1000000 tokens" in message.replace(",", "")
 

@@ -16,6 +16,7 @@ from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
 from contracts.plan import Plan
 from contracts.scratchpad import RepetitionState, Scratchpad
+from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
 from loop.context_plan import plan_context, summary_due, with_summary
 from loop.continuation import MAX_KEPT_STEPS
@@ -73,16 +74,18 @@ def test_going_on_is_no_stop() -> None:
 
 def test_a_final_answer_completes_even_over_budget() -> None:
     stop = decide_stop(pad(usage=usage(10_000)), LIMITS, Outcome(answer="42"))
-    assert stop == Stop("completed", "42")
+    assert stop == Stop(StopReason.COMPLETED, "42")
 
 
 def test_giving_up_after_the_nudge() -> None:
-    assert decide_stop(pad(), LIMITS, Outcome(gave_up="nothing")) == Stop("empty_answer", "nothing")
+    assert decide_stop(pad(), LIMITS, Outcome(gave_up="nothing")) == Stop(
+        StopReason.EMPTY_ANSWER, "nothing"
+    )
 
 
 def test_a_stop_tool_ends_the_run_with_its_answer() -> None:
     stop = decide_stop(pad(), LIMITS, Outcome(stopped_by_tool="the end"))
-    assert stop == Stop("stopped_by_tool", "the end")
+    assert stop == Stop(StopReason.STOPPED_BY_TOOL, "the end")
 
 
 def test_a_stop_tool_wins_over_a_repeat_in_the_same_round() -> None:
@@ -228,7 +231,7 @@ def test_a_round_refused_before_running_changes_nothing() -> None:
 
 def test_the_result_carries_the_stop_and_the_spending() -> None:
     final = with_model_call(pad(steps=[step("a")]), answer(7))
-    result = run_result(final, Stop("completed", "done"))
+    result = run_result(final, Stop(StopReason.COMPLETED, "done"))
     assert (result.answer, result.stop_reason, result.iterations) == ("done", "completed", 1)
     assert result.usage.total_tokens == 7 and [s.call_id for s in result.steps] == ["a"]
 

@@ -16,7 +16,6 @@ from contracts.messages import ChatMessage
 from contracts.session import MemoryTurn, SessionResult, TurnReport, TurnResult
 from loop.limits import max_iterations_message
 from loop.memory import (
-    LIMIT_REASONS,
     incomplete_note,
     incomplete_reason,
     last_answer,
@@ -34,7 +33,9 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def report(
-    stop_reason: StopReason | None = "completed", answer: str = "42", error: str | None = None
+    stop_reason: StopReason | None = StopReason.COMPLETED,
+    answer: str = "42",
+    error: str | None = None,
 ) -> TurnReport:
     return TurnReport(
         turn_id="t", workflow_id="s/turn-1", answer=answer, stop_reason=stop_reason, error=error
@@ -58,27 +59,15 @@ def step(tool: str = "calculator", observation: str = "425") -> ToolStep:
 # --- which turns have an answer ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stop_reason", ["completed", "stopped_by_tool"])
+@pytest.mark.parametrize("stop_reason", [StopReason.COMPLETED, StopReason.STOPPED_BY_TOOL])
 def test_answered_turns_have_no_incomplete_reason(stop_reason: StopReason) -> None:
     assert incomplete_reason(report(stop_reason), AgentSettings()) is None
 
 
-@pytest.mark.parametrize(
-    "stop_reason",
-    [
-        "max_iterations",
-        "token_budget",
-        "cost_budget",
-        "repeated_calls",
-        "empty_answer",
-        "invalid_output",
-        "length",
-        "content_filter",
-    ],
-)
+@pytest.mark.parametrize("stop_reason", [r for r in StopReason if not r.answered])
 def test_a_limit_stop_is_incomplete_with_its_reason(stop_reason: StopReason) -> None:
     reason = incomplete_reason(report(stop_reason, "the stop text"), AgentSettings())
-    assert reason == LIMIT_REASONS[stop_reason]
+    assert reason is not None and reason == stop_reason.incomplete_note
     assert "the stop text" not in reason
 
 
@@ -89,19 +78,25 @@ def test_a_failed_turn_is_incomplete_with_its_error_shortened() -> None:
 
 
 def test_an_error_wins_over_a_stop_reason() -> None:
-    reason = incomplete_reason(report("completed", "42", error="lost"), AgentSettings())
+    reason = incomplete_reason(report(StopReason.COMPLETED, "42", error="lost"), AgentSettings())
     assert reason == "it failed: lost"
 
 
 def test_a_best_answer_at_max_iterations_counts_as_an_answer() -> None:
     settings = AgentSettings(max_iterations=3, on_max_iterations="final_answer")
-    assert incomplete_reason(report("max_iterations", "My best guess is 7."), settings) is None
+    assert (
+        incomplete_reason(report(StopReason.MAX_ITERATIONS, "My best guess is 7."), settings)
+        is None
+    )
     # ... but not the stop text, which is what the run answers when the model gave nothing
     canned = max_iterations_message(3)
-    assert incomplete_reason(report("max_iterations", canned), settings) is not None
-    assert incomplete_reason(report("max_iterations", "  "), settings) is not None
+    assert incomplete_reason(report(StopReason.MAX_ITERATIONS, canned), settings) is not None
+    assert incomplete_reason(report(StopReason.MAX_ITERATIONS, "  "), settings) is not None
     stop = AgentSettings(max_iterations=3, on_max_iterations="stop")
-    assert incomplete_reason(report("max_iterations", "My best guess is 7."), stop) is not None
+    assert (
+        incomplete_reason(report(StopReason.MAX_ITERATIONS, "My best guess is 7."), stop)
+        is not None
+    )
 
 
 # --- how memory keeps and shows them --------------------------------------------------------------
@@ -205,7 +200,7 @@ async def test_a_turn_stopped_at_max_iterations_is_remembered_as_not_completed(
     ]
     history = await handle.query("history", result_type=list[MemoryTurn])
     assert [(t.user, t.answer, t.incomplete) for t in history] == [
-        ("Add it up", "", LIMIT_REASONS["max_iterations"]),
+        ("Add it up", "", StopReason.MAX_ITERATIONS.incomplete_note),
         ("What did you find?", "answer to: What did you find?", None),
     ]
 

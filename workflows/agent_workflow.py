@@ -302,9 +302,9 @@ class AgentWorkflow(RunControls):
             if text.strip():
                 value, errors = parse_text(output, text) if output else (None, ["untyped"])
                 stop = (
-                    Stop("max_iterations", render_output(value), value)
+                    Stop(StopReason.MAX_ITERATIONS, render_output(value), value)
                     if not errors
-                    else Stop("max_iterations", text)
+                    else Stop(StopReason.MAX_ITERATIONS, text)
                 )
         return self._finish(stop)
 

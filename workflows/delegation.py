@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from contracts.agent_input import AgentInput, inherited_settings
-    from contracts.agent_result import AgentResult
+    from contracts.agent_result import AgentResult, StopReason
     from contracts.agents import (
         CHILD_PENDING_SIGNAL,
         AgentProfile,
@@ -117,6 +117,13 @@ class Delegated:
     usage: TokenUsage
     cost_usd: float | None
     workflow_id: str
+    stop_reason: StopReason | None = None
+    """Why the child's loop stopped (None: it failed, or never ran)."""
+
+    @property
+    def answered(self) -> bool:
+        """The child ran and its answer is its own (not a limit's stop text)."""
+        return not self.failed and self.stop_reason is not None and self.stop_reason.answered
 
 
 CHILD_TOKENS_PATCH = "child-link-tokens"
@@ -182,11 +189,13 @@ async def _run_child(
             f"Error: the {profile.name} agent failed: {detail}", True, TokenUsage(), None, child_id
         )
     observation = result.answer if result.output is None else json.dumps(result.output)
-    if result.stop_reason not in ("completed", "stopped_by_tool"):
+    if not result.stop_reason.answered:
         observation = (
             f"[the {profile.name} agent stopped early: {result.stop_reason}]\n{observation}"
         )
-    return Delegated(observation, False, result.usage, result.cost_usd, child_id)
+    return Delegated(
+        observation, False, result.usage, result.cost_usd, child_id, result.stop_reason
+    )
 
 
 async def signal_parent(link: ParentLink, report: ChildPending) -> None:

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import ToolSchema
     from contracts.plan import Plan, PlanState, PlanStep, StepOutcome
     from contracts.scratchpad import Scratchpad
+    from contracts.stop_reason import StopReason
     from loop import approvals
     from loop.plan import (
         SUBMIT_PLAN_TOOL,
@@ -148,7 +149,7 @@ class PlanRunner:
                 return None
             why = decision.reason or "the reviewer rejected the plan"
             if decision.outcome == "timed_out" or self._plan.replans >= self._params.max_replans:
-                return Stop("plan_rejected", f"The plan was not approved: {why}")
+                return Stop(StopReason.PLAN_REJECTED, f"The plan was not approved: {why}")
             self._set_plan(revised(self._plan, await self._ask_plan(self._plan, why)))
 
     async def _wait_for_person(self) -> HumanDecision:
@@ -196,13 +197,14 @@ class PlanRunner:
             self._params, self._host.pad, profile, task, str(index + 1), self._children
         )
         self._host.pad = with_spending(self._host.pad, done.usage, done.cost_usd)
-        failed = done.failed or done.observation.startswith("[the step agent stopped early")
+        failed = not done.answered
         return StepOutcome(
             index=index + 1,
             goal=step.goal,
             status="failed" if failed else "done",
             answer=done.observation,
             workflow_id=done.workflow_id,
+            stop_reason=done.stop_reason,
         )
 
     def _take_steering(self) -> None:
@@ -222,5 +224,7 @@ class PlanRunner:
         self._host.pad = with_model_call(self._host.pad, answer)
         text = (answer.reply.content or "").strip()
         if not text:
-            return Stop("empty_answer", "The model wrote no final answer from the plan's steps.")
-        return Stop("completed", text)
+            return Stop(
+                StopReason.EMPTY_ANSWER, "The model wrote no final answer from the plan's steps."
+            )
+        return Stop(StopReason.COMPLETED, text)
