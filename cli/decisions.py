@@ -17,6 +17,7 @@ from cli.commands import Context, parse_json_object, pending_requests
 from cli.connection import RunHandle, connect, describe, explain_rpc, is_running, status_name
 from cli.errors import OK, CliError
 from cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
+from contracts.request_kind import RequestKind
 
 DIGEST = re.compile(r"[0-9a-f]{8,64}")
 """`--digest`: the start of a call's `args_digest` (sha256, 64 hex digits)."""
@@ -113,7 +114,9 @@ async def _decide_all(
     extra: dict[str, Any],
 ) -> int:
     """`CALL` = `*`: the signal takes every pending approval at once (the update takes one)."""
-    targets = [r for r in await pending_requests(handle, task_queue) if r.kind == "approval"]
+    targets = [
+        r for r in await pending_requests(handle, task_queue) if r.kind is RequestKind.APPROVAL
+    ]
     if not targets:
         raise CliError(f"no approval is pending in {handle.id}")
     try:
@@ -146,7 +149,7 @@ async def reply(args: argparse.Namespace, ctx: Context) -> int:
     pending questions are checked first to give a clear error instead of silence."""
     handle, task_queue = await open_run(ctx, args.workflow_id, "reply to")
     requests = await pending_requests(handle, task_queue)
-    questions = [r for r in requests if r.kind == "question"]
+    questions = [r for r in requests if r.kind is RequestKind.QUESTION]
     if args.call == "*":
         if not questions:
             raise CliError(f"no question is pending in {args.workflow_id}")
@@ -163,7 +166,7 @@ async def reply(args: argparse.Namespace, ctx: Context) -> int:
                 f"cannot reply to {call_id!r} in {args.workflow_id}: no pending question "
                 f"{call_id!r} (unknown or already answered); pending: {open_ids}"
             )
-        if target.kind != "question":
+        if target.kind is not RequestKind.QUESTION:
             raise CliError(
                 f"cannot reply to {call_id!r}: it waits for an approval; use "
                 f"`{ctx.prefix} approve` or `{ctx.prefix} reject`"

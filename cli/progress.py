@@ -37,6 +37,7 @@ from contracts.agent_result import ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.plan import PlanState
+from contracts.request_kind import RequestKind
 from loop.plan import checklist
 
 POLL_SECONDS = 0.3
@@ -156,7 +157,7 @@ class Answerer:
     async def ask(self, request: PendingRequest) -> None:
         """Ask until the request is answered, skipped, or stdin ends."""
         self.lines.discard_typed_ahead()
-        if request.kind == "question":
+        if request.kind is RequestKind.QUESTION:
             await self._ask_question(request)
         else:
             await self._ask_approval(request)

@@ -14,6 +14,7 @@ from typing import Any
 from contracts.agent_result import AgentResult, ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
+from contracts.request_kind import RequestKind
 from contracts.usage import TokenUsage
 from loop.review_display import escape_text, hidden_warning, prompt_text, show_call, terminal_lines
 from loop.summaries import shorten
@@ -84,7 +85,7 @@ def pending_block(
     line, the short ones (path, recipient, amount) first and in full, then each long one's size
     and first and last lines (`full`: all of it), then `hint` when something was cut.
     Invisible and control characters are shown escaped (`loop/review_display.py`)."""
-    if request.kind == "question":
+    if request.kind is RequestKind.QUESTION:
         question = escape_text(shorten(request.question or "", 200)) or short_args(request.args)
         return [f"  ? {escape_text(request.tool)} asks: {question} (call {request.call_id})"]
     call = show_call(request.tool, request.args, full=full)
@@ -110,7 +111,7 @@ def answer_text(result: AgentResult) -> str:
 def answer_commands(prefix: str, workflow_id: str, request: PendingRequest) -> list[str]:
     """The `agent` commands that answer `request` from another shell."""
     wid, call = shlex.quote(workflow_id), shlex.quote(request.call_id)
-    if request.kind == "question":
+    if request.kind is RequestKind.QUESTION:
         return [f"{prefix} reply {wid} {call} 'your answer'"]
     return [
         f"{prefix} approve {wid} {call} --digest {request.args_digest[:DIGEST_CHARS]}",

@@ -13,14 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from contracts.request_kind import RequestKind
+
 DECISION_REFUSED = "DecisionRefused"
 """Error type of a refused `decide` update (unknown or decided call, bad edited args, ...)."""
 
 ALL_PENDING = "*"
 """`call_id` meaning every pending approval (approve/reject) or the only open question (reply)."""
 
-WaitKind = Literal["approval", "question", "plan"]
-"""`plan`: a plan waiting for approval (plan-and-execute); answered like an approval."""
+WaitKind = RequestKind
+"""The kind of a pending request (`contracts.request_kind.RequestKind`)."""
 TimeoutAction = Literal["reject", "approve", "fail"]
 Decision = Literal["approve", "reject"]
 Outcome = Literal["approved", "edited", "rejected", "answered", "timed_out"]

@@ -20,6 +20,7 @@ from contracts.approvals import (
     TimeoutAction,
     WaitKind,
 )
+from contracts.request_kind import RequestKind
 from loop.tool_requests import ArgsSchema, validate_args
 from tools.definition import Tool, ToolOptions
 
@@ -88,10 +89,11 @@ def wait_limits(
 
 def answer_command(workflow_id: str, kind: WaitKind, call_id: str) -> str:
     """The Temporal CLI command that approves (or, for a question, answers) one pending call."""
-    if kind == "question":
-        name, payload = "reply", {"call_id": call_id, "text": "..."}
-    else:
-        name, payload = "approve", {"call_id": call_id}
+    kind = RequestKind(kind)
+    name = kind.answer_signal
+    payload: dict[str, str] = {"call_id": call_id}
+    if kind.decided_by is RequestKind.QUESTION:
+        payload["text"] = "..."
     return (
         f"temporal workflow signal --workflow-id {shlex.quote(workflow_id)} --name {name} "
         f"--input {shlex.quote(json.dumps(payload))}"
@@ -110,7 +112,8 @@ def open_request(
     on_timeout: TimeoutAction,
 ) -> PendingRequest:
     """The pending record of a call that now waits for a person."""
-    question = args.get("question") if kind == "question" else None
+    kind = RequestKind(kind)
+    question = args.get("question") if kind is RequestKind.QUESTION else None
     return PendingRequest(
         kind=kind,
         call_id=call_id,
@@ -128,7 +131,7 @@ def open_request(
 def answers(decision: WaitKind, request: WaitKind) -> bool:
     """Whether a decision of this kind answers a request of that kind (a plan is approved or
     rejected like a tool call)."""
-    return request == decision or (decision == "approval" and request == "plan")
+    return request.decided_by is decision
 
 
 def select_targets(
@@ -140,11 +143,11 @@ def select_targets(
     of the wrong kind (a reply to an approval, an approval of a question), or nothing pending.
     """
     of_kind = [p for p in pending.values() if answers(kind, p.kind)]
-    noun = "question" if kind == "question" else "approval"
+    noun = kind.noun
     if call_id == ALL_PENDING:
         if not of_kind:
             raise DecisionRefused(f"no {noun} is pending")
-        if kind == "question" and len(of_kind) > 1:
+        if kind is RequestKind.QUESTION and len(of_kind) > 1:
             ids = ", ".join(p.call_id for p in of_kind)
             raise DecisionRefused(f"{len(of_kind)} questions are open ({ids}): name one")
         return of_kind
@@ -155,9 +158,8 @@ def select_targets(
             f"no pending call {call_id!r} (unknown or already decided); pending: {open_ids}"
         )
     if not answers(kind, request.kind):
-        wanted = {"question": "a reply", "approval": "an approval"}
         raise DecisionRefused(
-            f"call {call_id!r} is waiting for {wanted[request.kind]}, not for {wanted[kind]}"
+            f"call {call_id!r} is waiting for {request.kind.wanted}, not for {kind.wanted}"
         )
     return [request]
 
@@ -234,7 +236,7 @@ def answered(request: PendingRequest, *, now: datetime, text: str, by: str | Non
 
 def timed_out(request: PendingRequest, *, now: datetime) -> HumanDecision:
     """Nobody decided in time: the request's `on_timeout` action, recorded as a timeout."""
-    runs = request.kind != "question" and request.on_timeout == "approve"
+    runs = request.kind.runs_on_approval and request.on_timeout == "approve"
     return HumanDecision(
         call_id=request.call_id,
         kind=request.kind,
@@ -249,7 +251,7 @@ def timed_out(request: PendingRequest, *, now: datetime) -> HumanDecision:
 def should_run(decision: HumanDecision) -> bool:
     """Whether the tool runs (or the plan is carried out) after this decision: approved,
     edited, or approved on timeout."""
-    return decision.kind != "question" and decision.executed_args is not None
+    return decision.kind.runs_on_approval and decision.executed_args is not None
 
 
 def waited_seconds(request: PendingRequest) -> float:
@@ -270,7 +272,7 @@ def decision_observation(request: PendingRequest, decision: HumanDecision) -> st
             "find another way or answer without it."
         )
     seconds = f"{waited_seconds(request):g}s"
-    if request.kind == "question":
+    if not request.kind.runs_on_approval:
         if decision.timeout_action == "approve":
             return f"The user did not reply within {seconds}; continue without their answer."
         return f"Error: no reply from the user within {seconds}."

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.approvals import PendingRequest
+from contracts.request_kind import RequestKind
 from loop.markdown import code_span
 from loop.summaries import shorten
 
@@ -388,10 +389,10 @@ def markdown_pending(request: PendingRequest, *, plan_above: bool = False) -> st
     `markdown_call` shows it, or the question) and the command that answers it, in a code span
     so it renders literally and pastes into a shell. `plan_above`: a plan request says so
     instead of listing its steps again."""
-    if request.kind == "question":
+    if request.kind is RequestKind.QUESTION:
         question = escape_text(shorten(request.question or "", SHORT_VALUE_CHARS))
         what = f"an answer: {code_span(question)}"
-    elif request.kind == "plan" and plan_above:
+    elif request.kind is RequestKind.PLAN and plan_above:
         what = "approval of the plan above"
     else:
         call = show_call(request.tool, request.args)

@@ -21,6 +21,7 @@ from contracts.approvals import (
     TimeoutAction,
     WaitKind,
 )
+from contracts.request_kind import RequestKind
 from loop import approvals
 from loop.approvals import DecisionRefused
 from tools.builtin.ask_user import AskUserArgs, ask_user
@@ -64,7 +65,7 @@ async def only_action(args: PayArgs) -> str:
 
 
 def request(
-    kind: WaitKind = "approval",
+    kind: WaitKind = RequestKind.APPROVAL,
     call_id: str = "call_1",
     *,
     tool_name: str | None = None,
@@ -221,21 +222,21 @@ def test_question_tool_limits() -> None:
 
 
 def test_command_for_an_approval() -> None:
-    assert approvals.answer_command("wf-1", "approval", "call_1") == (
+    assert approvals.answer_command("wf-1", RequestKind.APPROVAL, "call_1") == (
         "temporal workflow signal --workflow-id wf-1 --name approve "
         """--input '{"call_id": "call_1"}'"""
     )
 
 
 def test_command_for_a_question() -> None:
-    assert approvals.answer_command("wf-1", "question", "call_2") == (
+    assert approvals.answer_command("wf-1", RequestKind.QUESTION, "call_2") == (
         "temporal workflow signal --workflow-id wf-1 --name reply "
         """--input '{"call_id": "call_2", "text": "..."}'"""
     )
 
 
 def test_command_quotes_a_workflow_id_with_a_space() -> None:
-    assert approvals.answer_command("my run", "approval", "c1") == (
+    assert approvals.answer_command("my run", RequestKind.APPROVAL, "c1") == (
         "temporal workflow signal --workflow-id 'my run' --name approve "
         """--input '{"call_id": "c1"}'"""
     )
@@ -270,7 +271,7 @@ def test_open_request_with_timeout() -> None:
     assert made.on_timeout == "approve"
     assert made.question is None
     assert made.args_digest == approvals.args_digest(WRITE_ARGS)
-    assert made.command == approvals.answer_command("wf-1", "approval", "call_1")
+    assert made.command == approvals.answer_command("wf-1", RequestKind.APPROVAL, "call_1")
 
 
 def test_open_request_with_fractional_timeout() -> None:
@@ -282,67 +283,74 @@ def test_open_request_without_timeout_never_expires() -> None:
 
 
 def test_open_request_captures_the_question() -> None:
-    made = request("question", "q1", args={"question": "Which file?"})
+    made = request(RequestKind.QUESTION, "q1", args={RequestKind.QUESTION: "Which file?"})
 
     assert made.question == "Which file?"
-    assert made.command == approvals.answer_command("wf-1", "question", "q1")
+    assert made.command == approvals.answer_command("wf-1", RequestKind.QUESTION, "q1")
     assert made.args_digest == approvals.args_digest({"question": "Which file?"})
 
 
 def test_approval_does_not_capture_a_question_arg() -> None:
-    made = request("approval", args={"question": "not a question to the user"}, tool_name="t")
+    made = request(
+        RequestKind.APPROVAL,
+        args={RequestKind.QUESTION: "not a question to the user"},
+        tool_name="t",
+    )
 
     assert made.question is None
 
 
 def test_non_text_question_is_not_captured() -> None:
-    assert request("question", args={"question": 42}).question is None
+    assert request(RequestKind.QUESTION, args={RequestKind.QUESTION: 42}).question is None
 
 
 # --- select_targets ---------------------------------------------------------------------------
 
 
-A1 = request("approval", "a1")
-A2 = request("approval", "a2")
-Q1 = request("question", "q1")
-Q2 = request("question", "q2")
+A1 = request(RequestKind.APPROVAL, "a1")
+A2 = request(RequestKind.APPROVAL, "a2")
+Q1 = request(RequestKind.QUESTION, "q1")
+Q2 = request(RequestKind.QUESTION, "q2")
 
 
 def test_star_returns_every_pending_approval() -> None:
-    assert approvals.select_targets(ALL_PENDING, pending_map(A1, Q1, A2), "approval") == [A1, A2]
+    assert approvals.select_targets(ALL_PENDING, pending_map(A1, Q1, A2), RequestKind.APPROVAL) == [
+        A1,
+        A2,
+    ]
 
 
 def test_star_returns_the_only_question() -> None:
-    assert approvals.select_targets(ALL_PENDING, pending_map(A1, Q1), "question") == [Q1]
+    assert approvals.select_targets(ALL_PENDING, pending_map(A1, Q1), RequestKind.QUESTION) == [Q1]
 
 
 def test_star_without_pending_approvals_is_refused() -> None:
     with pytest.raises(DecisionRefused, match=r"^no approval is pending$"):
-        approvals.select_targets(ALL_PENDING, pending_map(Q1), "approval")
+        approvals.select_targets(ALL_PENDING, pending_map(Q1), RequestKind.APPROVAL)
     with pytest.raises(DecisionRefused, match=r"^no approval is pending$"):
-        approvals.select_targets(ALL_PENDING, {}, "approval")
+        approvals.select_targets(ALL_PENDING, {}, RequestKind.APPROVAL)
 
 
 def test_star_without_pending_questions_is_refused() -> None:
     with pytest.raises(DecisionRefused, match=r"^no question is pending$"):
-        approvals.select_targets(ALL_PENDING, pending_map(A1), "question")
+        approvals.select_targets(ALL_PENDING, pending_map(A1), RequestKind.QUESTION)
 
 
 def test_star_with_two_open_questions_is_refused_naming_both() -> None:
     with pytest.raises(DecisionRefused) as caught:
-        approvals.select_targets(ALL_PENDING, pending_map(Q1, A1, Q2), "question")
+        approvals.select_targets(ALL_PENDING, pending_map(Q1, A1, Q2), RequestKind.QUESTION)
 
     assert str(caught.value) == "2 questions are open (q1, q2): name one"
 
 
 def test_one_named_call() -> None:
-    assert approvals.select_targets("a2", pending_map(A1, A2), "approval") == [A2]
-    assert approvals.select_targets("q1", pending_map(A1, Q1), "question") == [Q1]
+    assert approvals.select_targets("a2", pending_map(A1, A2), RequestKind.APPROVAL) == [A2]
+    assert approvals.select_targets("q1", pending_map(A1, Q1), RequestKind.QUESTION) == [Q1]
 
 
 def test_unknown_id_is_refused_listing_pending_ids() -> None:
     with pytest.raises(DecisionRefused) as caught:
-        approvals.select_targets("nope", pending_map(A1, Q1), "approval")
+        approvals.select_targets("nope", pending_map(A1, Q1), RequestKind.APPROVAL)
 
     message = str(caught.value)
     assert "'nope'" in message
@@ -352,19 +360,19 @@ def test_unknown_id_is_refused_listing_pending_ids() -> None:
 
 def test_unknown_id_with_nothing_pending() -> None:
     with pytest.raises(DecisionRefused, match=r"pending: none$"):
-        approvals.select_targets("a1", {}, "approval")
+        approvals.select_targets("a1", {}, RequestKind.APPROVAL)
 
 
 def test_approving_a_question_is_refused() -> None:
     with pytest.raises(DecisionRefused) as caught:
-        approvals.select_targets("q1", pending_map(A1, Q1), "approval")
+        approvals.select_targets("q1", pending_map(A1, Q1), RequestKind.APPROVAL)
 
     assert str(caught.value) == "call 'q1' is waiting for a reply, not for an approval"
 
 
 def test_replying_to_an_approval_is_refused() -> None:
     with pytest.raises(DecisionRefused) as caught:
-        approvals.select_targets("a1", pending_map(A1, Q1), "question")
+        approvals.select_targets("a1", pending_map(A1, Q1), RequestKind.QUESTION)
 
     assert str(caught.value) == "call 'a1' is waiting for an approval, not for a reply"
 
@@ -566,7 +574,7 @@ def test_observation_of_a_rejection_without_by_or_reason() -> None:
 
 @pytest.mark.parametrize("action", ["reject", "fail"])
 def test_observation_of_an_approval_timeout(action: TimeoutAction) -> None:
-    pending = request("approval", "a1", timeout_seconds=300, on_timeout=action)
+    pending = request(RequestKind.APPROVAL, "a1", timeout_seconds=300, on_timeout=action)
     decision = approvals.timed_out(pending, now=LATER)
 
     text = approvals.decision_observation(pending, decision)
@@ -580,14 +588,14 @@ def test_observation_of_an_approval_timeout(action: TimeoutAction) -> None:
 
 
 def test_observation_of_a_fractional_approval_timeout() -> None:
-    pending = request("approval", "a1", timeout_seconds=1.5)
+    pending = request(RequestKind.APPROVAL, "a1", timeout_seconds=1.5)
     decision = approvals.timed_out(pending, now=LATER)
 
     assert "timed out after 1.5s" in approvals.decision_observation(pending, decision)
 
 
 def test_observation_of_a_question_timeout_that_continues() -> None:
-    pending = request("question", "q1", timeout_seconds=90, on_timeout="approve")
+    pending = request(RequestKind.QUESTION, "q1", timeout_seconds=90, on_timeout="approve")
     decision = approvals.timed_out(pending, now=LATER)
 
     assert approvals.decision_observation(pending, decision) == (
@@ -596,7 +604,7 @@ def test_observation_of_a_question_timeout_that_continues() -> None:
 
 
 def test_observation_of_a_question_timeout_that_rejects() -> None:
-    pending = request("question", "q1", timeout_seconds=90, on_timeout="reject")
+    pending = request(RequestKind.QUESTION, "q1", timeout_seconds=90, on_timeout="reject")
     decision = approvals.timed_out(pending, now=LATER)
 
     assert approvals.decision_observation(pending, decision) == (
@@ -633,7 +641,7 @@ def test_no_edited_note_for_other_decisions() -> None:
         approvals.approved(A1, now=LATER, edited_args=dict(WRITE_ARGS), by=None, comment=None),
         approvals.rejected(A1, now=LATER, reason=None, by=None),
         approvals.answered(Q1, now=LATER, text="x", by=None),
-        approvals.timed_out(request("approval", on_timeout="approve"), now=LATER),
+        approvals.timed_out(request(RequestKind.APPROVAL, on_timeout="approve"), now=LATER),
     ]
 
     assert [approvals.edited_note(d) for d in decisions] == [None] * len(decisions)

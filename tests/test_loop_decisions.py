@@ -15,6 +15,7 @@ from contracts.approvals import PendingRequest, WaitKind
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
 from contracts.plan import Plan
+from contracts.request_kind import RequestKind
 from contracts.scratchpad import RepetitionState, Scratchpad
 from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
@@ -285,7 +286,7 @@ def test_compacted_messages_count_as_dropped() -> None:
 # --- status and current details -------------------------------------------------------------
 
 
-def pending(kind: WaitKind = "approval") -> PendingRequest:
+def pending(kind: WaitKind = RequestKind.APPROVAL) -> PendingRequest:
     return PendingRequest(
         kind=kind,
         call_id="c1",
@@ -332,7 +333,7 @@ def test_details_put_commands_in_code_spans() -> None:
 
 
 def test_details_of_a_question_and_of_the_end() -> None:
-    question = AgentStatus(phase="waiting_for_human", pending=[pending("question")])
+    question = AgentStatus(phase="waiting_for_human", pending=[pending(RequestKind.QUESTION)])
     assert "waiting for an answer: `Which file?`" in current_details(question)
     plan = new_plan(Plan.model_validate({"steps": [{"goal": "a"}, {"goal": "b"}]}))
     planned = AgentStatus(phase="running_tools", plan=with_status(plan, 0, "done"))

@@ -17,6 +17,7 @@ from cli import render
 from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest
 from contracts.plan import Plan
+from contracts.request_kind import RequestKind
 from loop.approvals import args_digest, open_request
 from loop.plan import new_plan
 from loop.review_display import (
@@ -55,7 +56,7 @@ def write_request(
     path: str, content: str, workflow_id: str = "wf-1", call_id: str = "w1"
 ) -> PendingRequest:
     return open_request(
-        kind="approval",
+        kind=RequestKind.APPROVAL,
         workflow_id=workflow_id,
         call_id=call_id,
         tool="write_file",
@@ -295,7 +296,7 @@ def test_the_approve_command_carries_the_digest_of_what_was_shown() -> None:
 
 def test_steps_and_questions_are_escaped_for_the_terminal() -> None:
     question = open_request(
-        kind="question",
+        kind=RequestKind.QUESTION,
         workflow_id="wf-1",
         call_id="q1",
         tool="ask_user",

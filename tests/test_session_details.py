@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from contracts.approvals import PendingRequest
+from contracts.request_kind import RequestKind
 from contracts.usage import TokenUsage
 from loop.approvals import open_request
 from loop.session_details import idle_details, send_command, turn_details
@@ -31,7 +32,7 @@ def outside_code(markdown: str) -> str:
 
 def approval(workflow_id: str) -> PendingRequest:
     return open_request(
-        kind="approval",
+        kind=RequestKind.APPROVAL,
         workflow_id=workflow_id,
         call_id="c1",
         tool="write_file",

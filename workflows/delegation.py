@@ -45,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.budgets import CostBudget
     from contracts.mcp import MCP_TOOL_SEPARATOR
     from contracts.model_io import ToolSchema
+    from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
@@ -260,7 +261,7 @@ class ChildRequests:
         request = self.find(update.call_id)
         if request is None:
             raise approvals.DecisionRefused(f"no pending call {update.call_id!r}")
-        if request.kind != "approval":
+        if request.kind is not RequestKind.APPROVAL:
             raise approvals.DecisionRefused(f"call {update.call_id!r} is a question: reply to it")
         approvals.check_digest(request, update.args_digest)
         return request
@@ -270,7 +271,7 @@ class ChildRequests:
         the decision as the child will record it (the child checks edited arguments again)."""
         request = self.check_decide(update)
         name = "approve" if update.decision == "approve" else "reject"
-        self.forward(name, approvals.as_signal(update), update.call_id, "approval")
+        self.forward(name, approvals.as_signal(update), update.call_id, RequestKind.APPROVAL)
         now = workflow.now()
         if update.decision == "approve":
             return approvals.approved(

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         RejectSignal,
         ReplySignal,
     )
+    from contracts.request_kind import RequestKind
     from loop import approvals
     from loop.tool_requests import ArgsSchema
 
@@ -68,7 +69,7 @@ class HumanGate:
     # -- decisions ---------------------------------------------------------------------------
 
     def approve(self, signal: ApproveSignal) -> list[HumanDecision]:
-        targets = approvals.select_targets(signal.call_id, self.pending, "approval")
+        targets = approvals.select_targets(signal.call_id, self.pending, RequestKind.APPROVAL)
         if signal.args is not None and len(targets) > 1:
             raise approvals.DecisionRefused("edited args need one call_id, not '*'")
         checked = []
@@ -92,7 +93,7 @@ class HumanGate:
         ]
 
     def reject(self, signal: RejectSignal) -> list[HumanDecision]:
-        targets = approvals.select_targets(signal.call_id, self.pending, "approval")
+        targets = approvals.select_targets(signal.call_id, self.pending, RequestKind.APPROVAL)
         return [
             self._record(
                 approvals.rejected(request, now=workflow.now(), reason=signal.reason, by=signal.by)
@@ -101,7 +102,7 @@ class HumanGate:
         ]
 
     def reply(self, signal: ReplySignal) -> HumanDecision:
-        [request] = approvals.select_targets(signal.call_id, self.pending, "question")
+        [request] = approvals.select_targets(signal.call_id, self.pending, RequestKind.QUESTION)
         return self._record(
             approvals.answered(request, now=workflow.now(), text=signal.text, by=signal.by)
         )
@@ -110,7 +111,7 @@ class HumanGate:
         """Raise `DecisionRefused` if `update` cannot apply (used by the update's validator)."""
         if update.call_id == "*":
             raise approvals.DecisionRefused("decide takes one call_id; '*' is for the signals")
-        [request] = approvals.select_targets(update.call_id, self.pending, "approval")
+        [request] = approvals.select_targets(update.call_id, self.pending, RequestKind.APPROVAL)
         approvals.check_digest(request, update.args_digest)
         if update.decision == "approve":
             approvals.check_edited_args(request, update.args, self._arg_models.get(request.tool))

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import HUMAN_WAIT_TIMED_OUT
     from contracts.model_io import ToolSchema
     from contracts.plan import Plan, PlanState, PlanStep, StepOutcome
+    from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from contracts.stop_reason import StopReason
     from loop import approvals
@@ -159,7 +160,7 @@ class PlanRunner:
             self._params.approval_timeout_action,
         )
         request = approvals.open_request(
-            kind="plan",
+            kind=RequestKind.PLAN,
             workflow_id=workflow.info().workflow_id,
             call_id=f"plan-{len(self._plan.revisions)}",
             tool=PLAN_TOOL_NAME,

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import STEER_REFUSED
     from contracts.messages import SteerMessage
     from contracts.plan import EditPlan
+    from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from loop import approvals
     from loop.plan import plan_args
@@ -94,17 +95,17 @@ class RunControls:
     @workflow.signal(name="approve")
     def approve(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
-        self._apply("approve", ApproveSignal, raw, self._gate.approve, "approval")
+        self._apply("approve", ApproveSignal, raw, self._gate.approve, RequestKind.APPROVAL)
 
     @workflow.signal(name="reject")
     def reject(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
-        self._apply("reject", RejectSignal, raw, self._gate.reject, "approval")
+        self._apply("reject", RejectSignal, raw, self._gate.reject, RequestKind.APPROVAL)
 
     @workflow.signal(name="reply")
     def reply(self, raw: RawValue = NO_INPUT) -> None:
         """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
-        self._apply("reply", ReplySignal, raw, self._gate.reply, "question")
+        self._apply("reply", ReplySignal, raw, self._gate.reply, RequestKind.QUESTION)
 
     @workflow.update(name="decide")
     def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
@@ -159,7 +160,7 @@ class RunControls:
 
     def _plan_edit(self, raw: Any) -> tuple[EditPlan, PendingRequest]:
         edit = parse_or_refuse(EditPlan, raw, "edit_plan input", DECISION_REFUSED)
-        waiting = [p for p in self._gate.pending.values() if p.kind == "plan"]
+        waiting = [p for p in self._gate.pending.values() if p.kind is RequestKind.PLAN]
         if not waiting:
             refuse("no plan is waiting for approval", DECISION_REFUSED)
         return edit, waiting[0]

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import HUMAN_WAIT_TIMED_OUT
     from contracts.messages import ToolCall
     from contracts.model_io import ModelReply
+    from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
@@ -225,7 +226,7 @@ class ToolRound:
             self._params.approval_timeout_action,
         )
         request = approvals.open_request(
-            kind="question" if item.asks_user else "approval",
+            kind=RequestKind.QUESTION if item.asks_user else RequestKind.APPROVAL,
             workflow_id=workflow.info().workflow_id,
             call_id=call.id,
             tool=item.name,

@@ -56,6 +56,7 @@ from cli.outcome import RunOutcome, await_outcome
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest
+from contracts.request_kind import RequestKind
 
 PEOPLE_NAME = "agent-eval"
 """Who the scripted people's decisions are recorded as (`by`)."""
@@ -120,8 +121,8 @@ def plan_jobs(
 
 
 def _matches(person: Responder, request: PendingRequest) -> bool:
-    kind = "question" if isinstance(person, ReplyPerson) else "approval"
-    return request.kind == kind and person.tool in (None, request.tool)
+    kind = RequestKind.QUESTION if isinstance(person, ReplyPerson) else RequestKind.APPROVAL
+    return request.kind.decided_by is kind and person.tool in (None, request.tool)
 
 
 @dataclass
@@ -166,7 +167,7 @@ class ScriptedPeople:
             if waiting_to_cancel:
                 return  # the person who cancels is still waiting for their moment
             self._answered.add(request.call_id)
-            waits = "a reply" if request.kind == "question" else "approval"
+            waits = "a reply" if request.kind is RequestKind.QUESTION else "approval"
             self.error = (
                 f"{request.tool} waited for {waits} and no scripted person answers it "
                 "(agent eval cancelled the run)"
