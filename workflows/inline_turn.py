@@ -1,6 +1,6 @@
 """`InlineTurn`: a session's turn run inside the session's own history.
 
-The loop is `AgentWorkflow`'s, as an object (`AgentWorkflow.turn_in`): its model and tool
+The loop is `AgentLoop`, hosted by the session through `SessionTurnHost`: its model and tool
 activities, approvals and sub-agent runs are the session's. A turn recorded this way stores its
 message once in the `send` update and once in its first model call, and its tool output once in
 the tool's activity and once in the next model call; the remembered turns are named, not sent
@@ -11,25 +11,94 @@ the memory window three times (BENCHMARKS.md, target 3).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import NoReturn, Protocol
 
 from temporalio import workflow
 from temporalio.exceptions import FailureError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
+    from contracts.agent_result import AgentResult
+    from contracts.agent_status import AgentStatus
+    from contracts.approvals import PendingRequest
+    from contracts.model_io import CachedConversation
     from contracts.scratchpad import Scratchpad
     from contracts.session import TurnReport
-    from workflows.agent_workflow import AgentWorkflow
+    from contracts.usage import TokenUsage
+    from workflows.agent_loop import AgentLoop
+    from workflows.loop_host import TurnOutgrewSession
     from workflows.session_link import TurnCancelled, turn_report
-    from workflows.turn_host import TurnHost, TurnOutgrewSession
+
+
+class HostSession(Protocol):
+    """What a session gives the turns it hosts."""
+
+    @property
+    def conversation(self) -> CachedConversation:
+        """The worker's context-cache entry the turns share, so a turn's first model call names
+        the remembered messages the cache holds instead of sending them again."""
+        ...
+
+    def pending_changed(self, pending: list[PendingRequest]) -> None:
+        """The turn's calls waiting for a person changed (shown in the session's status)."""
+        ...
+
+    def details_changed(self) -> None:
+        """The turn's state changed: refresh the session's current details."""
+        ...
+
+
+class SessionTurnHost:
+    """A `LoopHost` for a turn inside its session's history: the session built its links, shows
+    its state and pending calls, and gets its answer back from `InlineTurn`; a turn whose
+    history grows too large moves to a child run (`TurnOutgrewSession`)."""
+
+    def __init__(self, session: HostSession) -> None:
+        self._session = session
+
+    def check_start(self, params: AgentInput) -> None:
+        return None  # the session built the turn's input
+
+    def conversation(self, params: AgentInput) -> CachedConversation:
+        return self._session.conversation
+
+    def announce(self, memo: dict[str, object]) -> None:
+        return None  # the session's memo stays the session's
+
+    def show(self, status: Callable[[], AgentStatus]) -> None:
+        self._session.details_changed()
+
+    def pending_changed(self, params: AgentInput | None, pending: list[PendingRequest]) -> None:
+        self._session.pending_changed(pending)
+
+    async def ready_to_hand_over(self) -> None:
+        return None
+
+    @property
+    def hand_over_words(self) -> str:
+        return "moving the turn to a child run"
+
+    def hand_over(self, params: AgentInput, carried: Scratchpad) -> NoReturn:
+        raise TurnOutgrewSession(carried)
+
+    async def report(
+        self,
+        params: AgentInput,
+        *,
+        result: AgentResult | None,
+        error: BaseException | None,
+        usage: TokenUsage,
+    ) -> None:
+        return None  # the turn returns to its session (`InlineTurn.report`)
 
 
 class InlineTurn:
     """Runs one turn as a task of the session workflow; `report()` once it has ended."""
 
-    def __init__(self, host: TurnHost, agent_input: AgentInput) -> None:
-        self.agent = AgentWorkflow.turn_in(host)
-        """The turn's loop: the session forwards people's signals and updates to it."""
+    def __init__(self, host: HostSession, agent_input: AgentInput) -> None:
+        self.agent = AgentLoop(SessionTurnHost(host))
+        """The turn's loop: the session hands people's signals and updates to it."""
         session = agent_input.session
         assert session is not None and session.scope is not None
         self.scope = session.scope

@@ -12,9 +12,10 @@ with the remembered earlier turns as `history`:
   signal to the session id (reaching whichever run is current), so the session can
   continue-as-new while a long turn runs.
 
-Approvals, questions, steering and plan edits work as in a one-shot run: the session hands
-`approve` / `reject` / `reply` / `steer` (and, for inline turns, `decide` / `edit_plan`) to the
-running turn and lists its pending requests; `cancel_turn` stops the running turn only.
+Approvals, questions, steering and plan edits work as in a one-shot run, through the same
+handlers (`workflows.people.PeopleHandlers`): the session hands `approve` / `reject` / `reply`
+/ `steer` (and, for inline turns, `decide` / `edit_plan`) to the running turn
+(`SessionPeople`) and lists its pending requests; `cancel_turn` stops the running turn only.
 """
 
 from __future__ import annotations
@@ -33,10 +34,8 @@ with workflow.unsafe.imports_passed_through():
 
     from contracts.agent_input import AgentInput, SessionLink, has_visible_text
     from contracts.agent_status import AgentStatus
-    from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
-    from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
-    from contracts.errors import INVALID_INPUT, STEER_REFUSED
-    from contracts.messages import SteerMessage
+    from contracts.approvals import PendingRequest
+    from contracts.errors import INVALID_INPUT
     from contracts.model_io import CachedConversation
     from contracts.scratchpad import Scratchpad
     from contracts.session import (
@@ -70,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inline_turn import InlineTurn
     from workflows.input_guard import one_payload
     from workflows.model_gateway import run_conversation
+    from workflows.people import PeopleHandlers
     from workflows.refusals import (
         NO_INPUT,
         BadInput,
@@ -78,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         read_payload,
         refuse,
     )
+    from workflows.session_people import SessionPeople
 
 SESSION_REFUSED = "SessionRefused"
 INLINE_TURNS_PATCH = "inline-session-turns"
@@ -93,7 +94,7 @@ def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
 
 
 @workflow.defn(name="SessionWorkflow")
-class SessionWorkflow:
+class SessionWorkflow(PeopleHandlers):
     """A conversation: update/signal `send`, signal `end`, queries `history` and `status`."""
 
     @workflow.init
@@ -108,6 +109,8 @@ class SessionWorkflow:
         self._reports: dict[str, TurnReport] = {}
         self._results: dict[str, TurnResult] = {}
         self._turn: InlineTurn | None = None
+        self._people = SessionPeople(self)
+        self.people = self._people
         self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
         if self._input_read:
             with contextlib.suppress(ValidationError, BadInput):
@@ -125,7 +128,7 @@ class SessionWorkflow:
                 update={"queued": [*carried.queued, *self._carry.queued], "runs": carried.runs + 1}
             )
 
-    # -- what an inline turn needs from its session (`TurnHost`) ---------------------------------
+    # -- what an inline turn needs from its session (`inline_turn.HostSession`) ------------------
 
     @property
     def conversation(self) -> CachedConversation:
@@ -253,74 +256,19 @@ class SessionWorkflow:
             return False
         return True
 
-    # -- decisions, forwarded to the running turn ------------------------------------------------
+    # -- what people send the running turn: `PeopleHandlers`, landing in `SessionPeople` -------
 
-    @workflow.signal(name="approve")
-    async def approve(self, raw: RawValue = NO_INPUT) -> None:
-        await self._forward("approve", raw)
+    @property
+    def running_turn(self) -> RunningTurn | None:
+        return self._carry.running
 
-    @workflow.signal(name="reject")
-    async def reject(self, raw: RawValue = NO_INPUT) -> None:
-        await self._forward("reject", raw)
+    @property
+    def inline_turn(self) -> InlineTurn | None:
+        return self._turn
 
-    @workflow.signal(name="reply")
-    async def reply(self, raw: RawValue = NO_INPUT) -> None:
-        await self._forward("reply", raw)
-
-    @workflow.signal(name=CHILD_PENDING_SIGNAL)
-    async def child_pending(self, raw: RawValue = NO_INPUT) -> None:
-        """From a sub-agent of an inline turn: its calls waiting for a person. One that arrives
-        late from an earlier turn's sub-agent (its ids start with another turn) is dropped."""
-        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
-        turn = self._turn
-        if report is None or turn is None or not report.workflow_id.startswith(f"{turn.scope}/"):
-            workflow.logger.warning("signal %s ignored: no such sub-agent", CHILD_PENDING_SIGNAL)
-            return
-        await self._forward(CHILD_PENDING_SIGNAL, raw)
-
-    @workflow.signal(name="steer")
-    async def steer_signal(self, raw: RawValue = NO_INPUT) -> None:
-        """`{"text": "...", "by"?}`: steer the running turn (see `AgentWorkflow.steer`)."""
-        await self._forward("steer", raw)
-
-    @workflow.update(name="steer")
-    async def steer(self, raw: RawValue = NO_INPUT) -> str:
-        """Like the signal, but refused when no turn is running; returns where the turn runs."""
-        running = self._carry.running
-        if running is None:  # the validator refused it already; kept for type narrowing
-            refuse("no turn is running: send a message instead", STEER_REFUSED)
-        if self._turn is not None:
-            self._turn.agent.take_steer(raw)
-        else:
-            await workflow.get_external_workflow_handle(running.workflow_id).signal("steer", raw)
-        return running.workflow_id
-
-    @steer.validator
-    def validate_steer(self, raw: RawValue = NO_INPUT) -> None:
-        parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
-        if self._carry.running is None:
-            refuse("no turn is running: send a message instead", STEER_REFUSED)
-        if self._turn is not None:
-            self._turn.agent.validate_steer(raw)
-
-    @workflow.update(name="decide")
-    def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
-        """An inline turn's `decide` (see `AgentWorkflow.decide`); a child turn takes it at its
-        own id, which its pending requests name."""
-        return self._inline_turn().agent.take_decision(raw)
-
-    @decide.validator
-    def validate_decide(self, raw: RawValue = NO_INPUT) -> None:
-        self._inline_turn().agent.validate_decide(raw)
-
-    @workflow.update(name="edit_plan")
-    def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:
-        """An inline turn's `edit_plan` (see `AgentWorkflow.edit_plan`)."""
-        return self._inline_turn().agent.take_plan_edit(raw)
-
-    @edit_plan.validator
-    def validate_edit_plan(self, raw: RawValue = NO_INPUT) -> None:
-        self._inline_turn().agent.validate_edit_plan(raw)
+    @property
+    def running_turn_pending(self) -> list[PendingRequest]:
+        return self._carry.pending
 
     @workflow.signal(name="cancel_turn")
     async def cancel_turn(self, raw: RawValue = NO_INPUT) -> None:
@@ -335,36 +283,6 @@ class SessionWorkflow:
             self._turn.cancel()
         else:
             await workflow.get_external_workflow_handle(running.workflow_id).cancel()
-
-    def _inline_turn(self) -> InlineTurn:
-        """The running inline turn, or a refusal that says where a child turn takes it."""
-        if self._turn is None:
-            running = self._carry.running
-            where = f": send it to {running.workflow_id}" if running is not None else ""
-            refuse(f"no turn is running inside the session{where}", DECISION_REFUSED)
-        return self._turn
-
-    async def _forward(self, name: str, raw: Any) -> None:
-        """Hand a signal to the running turn: the inline turn's handler, or the child run."""
-        running = self._carry.running
-        if running is None:
-            workflow.logger.warning("signal %s ignored: no turn is running", name)
-            return
-        if self._turn is not None:
-            agent = self._turn.agent
-            handlers: dict[str, Callable[[Any], None]] = {
-                "approve": agent.approve,
-                "reject": agent.reject,
-                "reply": agent.reply,
-                "steer": agent.steer_signal,
-                CHILD_PENDING_SIGNAL: agent.child_pending,
-            }
-            handlers[name](raw)
-            return
-        try:
-            await workflow.get_external_workflow_handle(running.workflow_id).signal(name, raw)
-        except Exception as error:
-            workflow.logger.warning("signal %s not forwarded: %s", name, error)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -394,16 +312,11 @@ class SessionWorkflow:
             runs=carry.runs,
         )
 
-    @workflow.query(name="pending_approvals")
-    def pending_approvals(self) -> list[PendingRequest]:
-        """The running turn's pending requests; their commands name where the turn runs (the
-        session's own id for an inline turn)."""
-        return list(self._carry.pending)
-
     @workflow.query(name="turn_status")
     def turn_status(self) -> AgentStatus:
-        """The running inline turn's `status` (what `AgentWorkflow.status` shows of a run)."""
-        return self._inline_turn().agent.status()
+        """The running inline turn's `status` (what `AgentWorkflow.status` shows of a run); a
+        child turn's is refused, naming the run that shows it."""
+        return self._people.turn_status()
 
     # -- the conversation ----------------------------------------------------------------------
 
