@@ -34,7 +34,7 @@ from runtime.settings import AgentSettings, SettingsError
 from runtime.temporal_client import DEFAULT_ADDRESS, connect_with_settings, load_connection
 from runtime.tracing import tracing_interceptors
 from runtime.workers import build_workers
-from tools.catalog import REGISTRY
+from tools.catalog import CATALOG, REGISTRY
 from tools.memory_store import MemoryStore, open_memory_store
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ async def serve(settings: AgentSettings) -> None:
             client,
             task_queue=settings.task_queue,
             model=model,
-            registry=REGISTRY,
+            catalog=CATALOG,
             workspace=settings.workspace.resolve(),
             drain_seconds=settings.drain_seconds,
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),

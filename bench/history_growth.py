@@ -62,7 +62,7 @@ from bench.history_growth_runs import (
     session_run,
 )
 from runtime.workers import build_workers
-from tools.catalog import REGISTRY
+from tools.catalog import CATALOG
 
 SUGGEST_OFF = 1_000_000_000
 
@@ -105,7 +105,7 @@ async def run_benchmark(
                     env.client,
                     task_queue=task_queue,
                     model=model,
-                    registry=REGISTRY,
+                    catalog=CATALOG,
                     workspace=Path(workspace),
                     context_cache=ContextCache(),
                 ):

@@ -17,7 +17,8 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from runtime.workers import WorkerTuning
+from runtime.workers import WorkerTuning, build_replayer
+from tools.catalog import CATALOG
 
 MAX_SECONDS = 1.0
 
@@ -37,15 +38,16 @@ async def replay_times(
         workflows: list[type] = list(NAIVE_WORKFLOWS)
         options: dict[str, Any] = {}
     else:
-        from workflows.agent_workflow import AgentWorkflow
-        from workflows.session_workflow import SessionWorkflow
-
-        workflows = [AgentWorkflow, SessionWorkflow]
+        workflows = []  # ours: build_replayer's, with the worker's interceptors and catalog
         runner = WorkerTuning(**(tuning or {})).worker_options().get("workflow_runner")
         options = {"workflow_runner": runner} if runner is not None else {}
     times = []
     for _ in range(repeats):
-        replayer = Replayer(workflows=workflows, data_converter=pydantic_data_converter, **options)
+        replayer = (
+            Replayer(workflows=workflows, data_converter=pydantic_data_converter, **options)
+            if workflows
+            else build_replayer(CATALOG, **options)
+        )
         started = time.perf_counter()
         result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
         times.append(time.perf_counter() - started)

@@ -32,7 +32,7 @@ import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from runtime.workers import WorkerTuning, build_workers
-from tools.catalog import REGISTRY
+from tools.catalog import CATALOG
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -69,7 +69,7 @@ async def serve(args: argparse.Namespace) -> None:
                 client,
                 task_queue=args.task_queue,
                 model=model,
-                registry=REGISTRY,
+                catalog=CATALOG,
                 workspace=workspace,
                 context_cache=ContextCache(),
                 tuning=WorkerTuning(**json.loads(args.tuning)),

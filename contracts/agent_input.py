@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from contracts.agents import ParentLink
 from contracts.approvals import TimeoutAction
@@ -312,8 +319,9 @@ class AgentInput(ResumeState, RunLinks, AgentSettings):
 
     @field_validator("prompt")
     @classmethod
-    def _prompt_is_visible(cls, prompt: str) -> str:
-        if not has_visible_text(prompt):
+    def _prompt_is_visible(cls, prompt: str, info: ValidationInfo) -> str:
+        legacy = isinstance(info.context, dict) and info.context.get("legacy")
+        if not legacy and not has_visible_text(prompt):
             raise ValueError("the prompt holds no visible text")
         return prompt
 

@@ -48,6 +48,9 @@ class ChildPending(BaseModel):
     call_key: str = Field(max_length=300)
     workflow_id: str = Field(max_length=1000)
     token: str = Field(default="", max_length=100)
+    sequence: int = Field(default=0, ge=0)
+    """Counts the child's reports (1, 2, ...): signals may arrive out of order, and a report
+    older than one already taken is dropped. 0: a child that does not count (older code)."""
     pending: list[PendingRequest] = Field(max_length=200)
 
 

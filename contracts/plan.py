@@ -63,5 +63,7 @@ class PlanState(BaseModel):
     replans: int = 0
     approved: bool = False
     notes: list[str] = []
+    notes_dropped: int = Field(default=0, exclude_if=lambda value: not value)
+    """How many of the oldest notes were dropped to keep `notes` bounded."""
     """Messages people sent while the plan ran (`steer`): every later step and the final answer
     read them."""

@@ -83,6 +83,8 @@ class PendingList(BaseModel):
 
     workflow_id: str = ""
     token: str = ""
+    sequence: int = Field(default=0, ge=0)
+    """Counts the turn's reports; an older one arriving late is dropped (see `ChildPending`)."""
     pending: list[PendingRequest] = Field(max_length=200)
 
 
@@ -110,6 +112,8 @@ class RunningTurn(BaseModel):
     inline: bool = False
     token: str = ""
     """Given to a child turn in its `SessionLink`; its reports must carry it."""
+    reports: int = Field(default=0, exclude_if=lambda value: not value)
+    """The number of the newest `turn_pending` taken from a child turn."""
 
 
 class SessionCarry(BaseModel):
@@ -175,10 +179,11 @@ class EndSession(BaseModel):
 
 
 class CancelTurn(BaseModel):
-    """Signal `cancel_turn`: no input, or `{"by"?: "..."}`."""
+    """Signal `cancel_turn`: no input, or `{"reason"?: "...", "by"?: "..."}`."""
 
     model_config = ConfigDict(extra="forbid")
 
+    reason: str | None = Field(default=None, max_length=10_000)
     by: str | None = Field(default=None, max_length=200)
 
 

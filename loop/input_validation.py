@@ -9,8 +9,13 @@ from pydantic import ValidationError
 
 from contracts.agent_input import AgentInput, AgentSettings
 from contracts.agents import AgentProfile
+from contracts.mcp import MCP_TOOL_SEPARATOR
 from loop.output import FINAL_RESULT_TOOL, STOP_TOOLS_REPLACED_BY_OUTPUT, schema_problem
 from loop.validation_errors import describe_validation_error
+
+LEGACY_INPUT = {"legacy": True}
+"""Validation context of a run recorded before input was strict: its replay reads the input as
+it was read then (no strict types, a prompt of spaces allowed), so it takes the path it took."""
 
 
 class InvalidAgentInput(ValueError):
@@ -22,6 +27,8 @@ def validate_agent_input(
     known_tools: Iterable[str],
     output_types: Iterable[str] = (),
     profiles: Mapping[str, AgentProfile] | None = None,
+    *,
+    strict: bool = True,
 ) -> AgentInput:
     """Parse `raw` (a dict from JSON, or an `AgentInput`); check tool names and the output
     schema or type.
@@ -37,29 +44,47 @@ def validate_agent_input(
             f'{{"prompt": "..."}}, got {type(raw).__name__}'
         )
     try:
-        params = AgentInput.model_validate(raw)
+        params = AgentInput.model_validate(
+            raw, strict=None if strict else False, context=None if strict else LEGACY_INPUT
+        )
     except ValidationError as error:
         raise InvalidAgentInput(
             f"invalid AgentWorkflow input: {describe_validation_error(error)}"
         ) from None
     known = list(known_tools)
     if params.tools is not None:
-        unknown = [name for name in params.tools if name not in known]
+        unknown = [
+            name
+            for name in params.tools
+            if name not in known and not offered_server(name, params.mcp_servers)
+        ]
         if unknown:
             raise InvalidAgentInput(
                 f"invalid AgentWorkflow input: tools: unknown tool(s) {', '.join(unknown)}; "
                 f"available: {', '.join(known) or 'none'}"
             )
     problem = output_problem(params, known, list(output_types)) or agents_problem(
-        params.agents or [], known, profiles or {}
+        params.agents or [], known, profiles or {}, params.mcp_servers
     )
     if problem:
         raise InvalidAgentInput(f"invalid AgentWorkflow input: {problem}")
     return params
 
 
+def offered_server(tool: str, mcp_servers: list[str] | None) -> bool:
+    """Whether `tool` names a tool (`<server>__<tool>`) of one of the run's MCP servers; which
+    tools a server has is known once it is listed (`workflows.run_tools`)."""
+    server, separator, _ = tool.partition(MCP_TOOL_SEPARATOR)
+    if not separator or not mcp_servers:
+        return False
+    return mcp_servers == ["*"] or server in mcp_servers
+
+
 def agents_problem(
-    names: list[str], known_tools: list[str], profiles: Mapping[str, AgentProfile]
+    names: list[str],
+    known_tools: list[str],
+    profiles: Mapping[str, AgentProfile],
+    mcp_servers: list[str] | None = None,
 ) -> str | None:
     """Why the run's agent profiles cannot be used, naming the profile; or None."""
     unknown = [name for name in names if name not in profiles]
@@ -72,7 +97,11 @@ def agents_problem(
         if name in known_tools:
             return f"agents: profile {name!r} has the name of a tool"
         profile = profiles[name]
-        missing = [t for t in profile.tools or [] if t not in known_tools]
+        missing = [
+            t
+            for t in profile.tools or []
+            if t not in known_tools and not offered_server(t, mcp_servers)
+        ]
         if missing:
             return f"agents: profile {name!r} lists unknown tool(s) {', '.join(missing)}"
         missing = [a for a in profile.agents if a not in profiles]

@@ -97,25 +97,22 @@ def with_outcome(state: PlanState, outcome: StepOutcome) -> PlanState:
 
 
 def with_notes(state: PlanState, steering: Sequence[SteerMessage]) -> PlanState:
-    """Steering messages that arrived while the plan ran become notes for what follows."""
+    """Steering messages that arrived while the plan ran become notes for what follows; the
+    oldest are dropped (and counted) once they would pass `MAX_PLAN_NOTES_CHARS`."""
     notes = [f"{s.by or 'the user'}: {s.text}" for s in steering]
     if not notes:
         return state
-    return state.model_copy(update={"notes": recent_notes([*state.notes, *notes])})
+    kept = recent_notes([*state.notes, *notes])
+    dropped = state.notes_dropped + len(state.notes) + len(notes) - len(kept)
+    return state.model_copy(update={"notes": kept, "notes_dropped": dropped})
 
 
-_NOTES_FULL = ": the notes are full)"
 MAX_PLAN_NOTES_CHARS = 50_000
 """Most characters of notes a plan keeps: every later step's task carries them."""
 
 
 def recent_notes(notes: list[str], budget: int = MAX_PLAN_NOTES_CHARS) -> list[str]:
-    """The most recent notes that fit in `budget` characters, oldest first; a note saying how
-    many were dropped leads when some were."""
-    dropped_before = 0
-    if notes and notes[0].endswith(_NOTES_FULL) and notes[0].startswith("("):
-        dropped_before = int(notes[0][1:].split(" ", 1)[0])
-        notes = notes[1:]
+    """The most recent notes that fit in `budget` characters, oldest first."""
     kept: list[str] = []
     used = 0
     for note in reversed(notes):
@@ -123,15 +120,18 @@ def recent_notes(notes: list[str], budget: int = MAX_PLAN_NOTES_CHARS) -> list[s
             break
         kept.append(note)
         used += len(note)
-    dropped = dropped_before + len(notes) - len(kept)
-    lead = [f"({dropped} earlier message(s) dropped{_NOTES_FULL}"] if dropped else []
-    return [*lead, *reversed(kept)]
+    return kept[::-1]
 
 
 def _notes_lines(state: PlanState) -> list[str]:
     if not state.notes:
         return []
-    return ["", "Messages from people while the plan ran (follow them):", *state.notes]
+    dropped = (
+        [f"({state.notes_dropped} earlier message(s) dropped: the notes are full)"]
+        if state.notes_dropped
+        else []
+    )
+    return ["", "Messages from people while the plan ran (follow them):", *dropped, *state.notes]
 
 
 def step_task(prompt: str, state: PlanState, index: int) -> str:

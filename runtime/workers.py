@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio.client import Client
-from temporalio.worker import PollerBehaviorSimpleMaximum, Worker
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Interceptor, PollerBehaviorSimpleMaximum, Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.chat_model import ChatModel
@@ -26,12 +27,13 @@ from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
 from activities.worker_policy import worker_policy_activity
 from contracts.policy import WorkerPolicy
+from tools.catalog import CATALOG, Catalog
 from tools.definition import Tool
 from tools.memory_store import MemoryStore
-from tools.registry import ToolRegistry
 from workflows.agent_workflow import AgentWorkflow
 from workflows.input_guard import InputCountGuard
 from workflows.session_workflow import SessionWorkflow
+from workflows.worker_catalog import CatalogInterceptor
 
 if TYPE_CHECKING:
     from activities.mcp_servers import McpServers
@@ -98,12 +100,29 @@ class WorkerTuning:
         return options
 
 
+def workflow_interceptors(catalog: Catalog) -> list[Interceptor]:
+    """What every worker (and replayer) of this application's workflows needs: more payloads
+    than one refused (`InputCountGuard`), and the catalog the workflows read."""
+    return [InputCountGuard(), CatalogInterceptor(catalog)]
+
+
+def build_replayer(catalog: Catalog = CATALOG, **options: Any) -> Replayer:
+    """A `Replayer` of this application's workflows as `build_workers` runs them: the same
+    interceptors and catalog, the pydantic data converter (`options` go to `Replayer`)."""
+    return Replayer(
+        workflows=[AgentWorkflow, SessionWorkflow],
+        data_converter=pydantic_data_converter,
+        interceptors=workflow_interceptors(catalog),
+        **options,
+    )
+
+
 def build_workers(
     client: Client,
     *,
     task_queue: str,
     model: ChatModel,
-    registry: ToolRegistry,
+    catalog: Catalog,
     workspace: Path,
     drain_seconds: float = 0.0,
     context_cache: ContextCache | None = None,
@@ -113,6 +132,9 @@ def build_workers(
     tuning: WorkerTuning | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
+
+    `catalog` is what the runs may name: each tool becomes an activity named after it, and
+    the workflows these workers run read the same catalog (`workflows.worker_catalog`).
 
     On shutdown, in-flight activities get `drain_seconds` to finish before they are cancelled.
     With `mcp` (the MCP servers, opened and closed by the caller), the main worker also runs
@@ -141,7 +163,7 @@ def build_workers(
             # runs move to another worker sooner.
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
             # More payloads than a handler takes fail the run or are refused, never the task.
-            interceptors=[InputCountGuard()],
+            interceptors=workflow_interceptors(catalog),
             **options,
         )
 
@@ -151,7 +173,7 @@ def build_workers(
 
         mcp_calls = mcp_activities(mcp)
     by_queue: dict[str, list[Tool]] = defaultdict(list)
-    for item in registry.all():
+    for item in catalog.tools.all():
         by_queue[item.options.task_queue or task_queue].append(item)
     main = worker(
         task_queue,

@@ -51,7 +51,7 @@ from loop.session_details import send_command
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.temporal_client import connect
 from runtime.workers import build_workers
-from tools.catalog import REGISTRY
+from tools.catalog import CATALOG
 
 if TYPE_CHECKING:  # playwright itself is imported in run(), so a missing install reads clearly
     from playwright.async_api import Browser, Frame, Page
@@ -427,7 +427,7 @@ async def run(out: Path) -> Checks:
                 client,
                 task_queue=TASK_QUEUE,
                 model=DemoChatModel(),
-                registry=REGISTRY,
+                catalog=CATALOG,
                 workspace=workspace,
             )
             async with contextlib.AsyncExitStack() as stack:

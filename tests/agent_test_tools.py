@@ -1,7 +1,7 @@
 """Tools that exist only for the tests: they fail, stall, flood or wait on each other on purpose.
 
-They are registered into the application's `REGISTRY` (the same way a user adds a tool), so the
-real workflow and the real worker run them as activities named after them.
+They join the tests' own catalog (`tests.catalog.TEST_CATALOG`), so the real workflow and the
+real worker run them as activities named after them; the application's catalog never sees them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from datetime import timedelta
 from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
-from tools.catalog import REGISTRY
 from tools.definition import Tool, ToolContext, ToolError, TransientToolError, tool
 
 FAST_RETRY = RetryPolicy(
@@ -217,6 +216,3 @@ TEST_TOOLS = [
     echo, flaky, always_fails, buggy, blips, refuses, sleepy, must_work, big_output, rendezvous,
     gated, pay, side_effect, broken_lookup, slow_tool, local_nap, *LOCAL_TWINS,
 ]  # fmt: skip
-for _item in TEST_TOOLS:
-    if REGISTRY.get(_item.name) is None:
-        REGISTRY.register(_item)

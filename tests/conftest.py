@@ -20,7 +20,6 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-import tests.agent_test_tools  # noqa: F401  (registers the test tools)
 from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
@@ -29,9 +28,10 @@ from contracts.policy import WorkerPolicy
 from runtime.workers import build_workers
 from testkit.crash_tools import WorkerCluster
 from testkit.fake_openai import FakeOpenAIServer
+from tests.catalog import TEST_CATALOG
 from tests.hang_guard import guard
 from tests.scripted_model import ScriptedChatModel
-from tools.catalog import REGISTRY
+from tools.catalog import Catalog
 
 if TYPE_CHECKING:
     from activities.mcp_servers import McpServers
@@ -150,6 +150,7 @@ async def started_workers(
     context_cache: ContextCache | None = None,
     policy: WorkerPolicy | None = None,
     mcp: McpServers | None = None,
+    catalog: Catalog | None = None,
 ) -> str:
     """Start the application's workers (on a fresh task queue unless one is named).
 
@@ -163,7 +164,7 @@ async def started_workers(
         client,
         task_queue=task_queue,
         model=model,
-        registry=REGISTRY,
+        catalog=catalog or TEST_CATALOG,
         workspace=workspace,
         context_cache=context_cache,
         policy=policy,

@@ -18,24 +18,22 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError
 from temporalio.common import RetryPolicy
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
-from temporalio.worker import Replayer
 
 import activities.tool_activities as tool_activities
 from contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
+from runtime.workers import build_replayer
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
+from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.test_cancellation import cancel_and_wait
 from tools.catalog import REGISTRY
 from tools.definition import ToolOptions, tool
-from workflows.agent_workflow import AgentWorkflow
 from workflows.callees.activity import tool_failure
 from workflows.callees.local_tool import LOCAL_TOOLS_PATCH, local_activity_error
-from workflows.session_workflow import SessionWorkflow
 
 # --- definitions ------------------------------------------------------------------------------
 
@@ -273,9 +271,7 @@ async def test_a_run_with_local_tools_replays(scripted_agent: ScriptedHarness) -
         "e",
         "again",
     ]
-    replayer = Replayer(
-        workflows=[AgentWorkflow, SessionWorkflow], data_converter=pydantic_data_converter
-    )
+    replayer = build_replayer(TEST_CATALOG)
     replayed = await replayer.replay_workflow(await handle.fetch_history())
     assert replayed.replay_failure is None
 

@@ -552,3 +552,20 @@ def test_token_usage_adds_field_by_field() -> None:
     assert a + b == TokenUsage(prompt_tokens=11, completion_tokens=22, total_tokens=33)
     assert a + TokenUsage() == a
     assert a == TokenUsage(prompt_tokens=1, completion_tokens=2, total_tokens=3)  # unchanged
+
+
+def test_plan_notes_count_what_they_drop_whatever_the_messages_say() -> None:
+    """A note's text is the sender's: one that looks like the dropped-notes line (it used to
+    be parsed back, and `by: "(me"` wedged the run) is a note like any other."""
+    from contracts.messages import SteerMessage
+    from contracts.plan import Plan
+    from loop.plan import MAX_PLAN_NOTES_CHARS, new_plan, step_task, with_notes
+
+    state = new_plan(Plan.model_validate({"steps": [{"goal": "a"}]}))
+    forged = SteerMessage(text="x: the notes are full)", by="(me")
+    state = with_notes(state, [forged])
+    big = SteerMessage(text="y" * (MAX_PLAN_NOTES_CHARS // 2 + 1))
+    for _ in range(3):
+        state = with_notes(state, [big, forged])
+    assert state.notes_dropped == 4 and len(state.notes) == 3
+    assert "(4 earlier message(s) dropped: the notes are full)" in step_task("p", state, 0)

@@ -30,6 +30,7 @@ from runtime.workers import build_workers
 from testkit import fake_openai as fake
 from testkit.crash_tools import ROOT, WorkerCluster, attempts_of, free_port, worker_env
 from testkit.fake_openai import FakeOpenAIServer
+from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL
 from tests.memory_support import (  # noqa: F401  (the *_fixture names register fixtures)
     FlakyStore,
@@ -40,7 +41,6 @@ from tests.memory_support import (  # noqa: F401  (the *_fixture names register 
 )
 from tests.scripted_model import ReplyLike, ScriptedChatModel, call, text, tool_calls
 from tests.session_support import send_with_start
-from tools.catalog import REGISTRY
 from tools.memory_store import MemoryStore
 
 MEMORY_TOOLS = {"remember", "recall", "forget"}
@@ -99,7 +99,7 @@ async def memory_agent(
             temporal_env.client,
             task_queue=queue,
             model=model,
-            registry=REGISTRY,
+            catalog=TEST_CATALOG,
             workspace=workspace,
             context_cache=ContextCache(),
             memory=flaky,

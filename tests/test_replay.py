@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import uuid
 
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
-
+from runtime.workers import build_replayer
 from testkit import fake_openai as fake
+from tests.catalog import TEST_CATALOG
 from tests.conftest import AgentHarness
-from workflows.agent_workflow import AgentWorkflow
 
 
 async def test_runs_replay_deterministically(agent: AgentHarness) -> None:
@@ -26,6 +24,6 @@ async def test_runs_replay_deterministically(agent: AgentHarness) -> None:
     )
     _, handle = await agent.run({"prompt": "x", "tools": ["rendezvous", "refuses"]})
     history = await handle.fetch_history()
-    replayer = Replayer(workflows=[AgentWorkflow], data_converter=pydantic_data_converter)
+    replayer = build_replayer(TEST_CATALOG)
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None

@@ -74,8 +74,15 @@ def test_a_childs_input_takes_the_parents_settings_and_the_profiles_own() -> Non
     )
     for name, value in PARENT_SETTINGS.items():
         assert getattr(child, name) == value, name
-    assert child.mcp_servers == ["time"]
-    assert child.tools == ["calculator"]  # the MCP tool comes from the inherited server
+    assert child.mcp_servers == ["time"]  # the profile names one of its tools
+    assert child.tools == ["calculator", "time__get_current_time"]
+    link = ParentLink(workflow_id="w", call_key="k")
+    local_only = profile.model_copy(update={"tools": ["calculator"]})
+    child_of_local = child_input(parent, Scratchpad(messages=[]), local_only, "t", link)
+    assert (child_of_local.tools, child_of_local.mcp_servers) == (["calculator"], None)
+    every_tool = profile.model_copy(update={"tools": None})
+    child_of_all = child_input(parent, Scratchpad(messages=[]), every_tool, "t", link)
+    assert (child_of_all.tools, child_of_all.mcp_servers) == (None, ["time"])
     assert (child.system_prompt, child.max_iterations, child.prompt) == (
         "You are a step.", 3, "do it",
     )  # fmt: skip
@@ -143,10 +150,7 @@ async def test_a_plan_step_that_needs_an_mcp_tool_calls_it(
             return "Final: " + (request.messages[-1].content or "")
         results = [m.content or "" for m in request.messages if m.role == "tool"]
         if not results:
-            assert [t.name for t in request.tools] == [
-                "time__get_current_time",
-                "time__convert_time",
-            ]
+            assert [t.name for t in request.tools] == ["time__get_current_time"]  # as planned
             return tool_calls(call("time__get_current_time", {"timezone": "Asia/Tokyo"}, id="t1"))
         return f"It is {json.loads(results[0])['datetime']} in Tokyo"
 

@@ -24,9 +24,10 @@ from contracts.approvals import HumanDecision, PendingRequest
 from contracts.errors import INVALID_INPUT
 from contracts.model_io import ModelRequest
 from testkit.eventually import eventually
+from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.scripted_model import Completion, call, gate, text, tool_calls
-from tools.agents import AGENT_PROFILES, RESEARCHER
+from tools.agents import RESEARCHER
 
 WRITER = AgentProfile(
     name="writer",
@@ -46,8 +47,8 @@ SLEEPER = AgentProfile(
     name="sleeper", description="Never answers.", system_prompt="You SLEEP.", tools=[]
 )
 for _profile in (WRITER, NESTER, SLEEPER):
-    if AGENT_PROFILES.get(_profile.name) is None:
-        AGENT_PROFILES.register(_profile)
+    if TEST_CATALOG.agents.get(_profile.name) is None:
+        TEST_CATALOG.agents.register(_profile)
 
 
 def who(request: ModelRequest) -> str:
@@ -318,3 +319,33 @@ async def test_a_session_turns_sub_agent_is_answered_at_the_session(
 async def _idle(session: Any) -> bool:
     status = await session.query("status")
     return bool(status["state"] == "idle" and status["turns"] == 1)
+
+
+async def test_a_childs_calls_all_show_at_the_parent_whatever_order_its_reports_arrive(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """A child reports its pending calls by concurrent signals, which may arrive out of order;
+    the parent keeps the newest report (they are numbered), so every call waiting shows."""
+
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(
+                    *(call("write_file", {"path": f"{n}.txt", "content": n}, id=n) for n in "abc")
+                )
+            return "written"
+        return tool_calls(call("writer", {"task": "t"}, id="d")) if turns(request) == 0 else "ok"
+
+    scripted_agent.model.set_handler(script)
+    handle = await scripted_agent.start({"prompt": "write", "agents": ["writer"]})
+
+    async def all_three() -> list[str]:
+        shown = await handle.query("pending_approvals", result_type=list[PendingRequest])
+        ids = sorted(r.call_id for r in shown)
+        assert ids == ["writer-d/a", "writer-d/b", "writer-d/c"], ids
+        return ids
+
+    await eventually(all_three, what="the child's three calls at the parent")
+    await handle.signal("approve", {"call_id": "*", "by": "bob"})
+    assert (await handle.result()).answer == "ok"
+    assert sorted(p.name for p in scripted_agent.workspace.iterdir()) == ["a.txt", "b.txt", "c.txt"]

@@ -19,23 +19,20 @@ import pytest
 from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
 from contracts.approvals import PendingRequest
 from loop import approvals
+from runtime.workers import build_replayer
 from testkit.eventually import eventually
 from tests import scripted_model as sm
+from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types
 from tests.histories.record import WORKFLOW_ID
 from tests.hitl_support import wait_for_pending
 from tools.builtin.files import ReadFileArgs, read_file, read_file_precheck
 from tools.builtin.workspace import path_problem, resolve_in_workspace
 from tools.builtin.write_file import WriteFileArgs, write_file, write_file_precheck
-from tools.catalog import REGISTRY
 from tools.definition import Tool, ToolError, ToolOptions, tool
-from workflows.agent_workflow import AgentWorkflow
-from workflows.session_workflow import SessionWorkflow
 from workflows.tool_round import PRECHECK_PATCH
 
 OLD_HISTORY = Path(__file__).parent / "precheck_histories" / "asked_before_precheck.json"
@@ -77,8 +74,8 @@ async def transfer_buggy_check(args: TransferArgs) -> str:
 
 
 for _item in (transfer, transfer_buggy_check):
-    if REGISTRY.get(_item.name) is None:
-        REGISTRY.register(_item)
+    if TEST_CATALOG.tools.get(_item.name) is None:
+        TEST_CATALOG.tools.register(_item)
 
 
 # --- pure: the path rule -------------------------------------------------------------------------
@@ -190,7 +187,10 @@ def test_precheck_refusal_reads_the_validated_arguments() -> None:
     assert approvals.precheck_refusal(transfer, {"amount": 0, "to": "bob"}) == (
         "the amount must be positive, got 0"
     )
-    assert approvals.precheck_refusal(REGISTRY.get("echo") or transfer, {"text": "x"}) is None
+    assert (
+        approvals.precheck_refusal(TEST_CATALOG.tools.get("echo") or transfer, {"text": "x"})
+        is None
+    )
     seen: list[Any] = []
     approvals.precheck_refusal(
         _with_precheck(lambda args: seen.append(args)), {"amount": 1, "to": "a"}
@@ -225,9 +225,7 @@ async def patch_ids(handle: WorkflowHandle[Any, Any]) -> list[str]:
 
 
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
-    replayer = Replayer(
-        workflows=[AgentWorkflow, SessionWorkflow], data_converter=pydantic_data_converter
-    )
+    replayer = build_replayer(TEST_CATALOG)
     result = await replayer.replay_workflow(await handle.fetch_history())
     assert result.replay_failure is None
 
@@ -386,8 +384,6 @@ async def test_a_run_recorded_before_prechecks_replays_as_it_ran() -> None:
     """That run asked a person about write_file("../outside.txt") and ran the activity once
     approved: the `tool-precheck` patch keeps that on replay."""
     history = WorkflowHistory.from_json(WORKFLOW_ID, OLD_HISTORY.read_text())
-    replayer = Replayer(
-        workflows=[AgentWorkflow, SessionWorkflow], data_converter=pydantic_data_converter
-    )
+    replayer = build_replayer(TEST_CATALOG)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None

@@ -24,9 +24,9 @@ from loop.output import (
     schema_problem,
 )
 from testkit import fake_openai as fake
+from tests.catalog import TEST_CATALOG
 from tests.conftest import AgentHarness, ScriptedHarness
 from tests.scripted_model import call, tool_calls
-from tools.catalog import OUTPUT_TYPES
 
 WEATHER = {
     "type": "object",
@@ -44,8 +44,8 @@ class Verdict(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-if OUTPUT_TYPES.get("Verdict") is None:
-    OUTPUT_TYPES.register(Verdict)
+if TEST_CATALOG.output_types.get("Verdict") is None:
+    TEST_CATALOG.output_types.register(Verdict)
 
 
 def final(arguments: Any, id: str = "f1") -> Any:

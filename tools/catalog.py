@@ -1,13 +1,24 @@
-"""The tools this application offers: the one place a tool is registered.
+"""What this application offers its runs, in one object: `CATALOG` (tools, output types, agent
+profiles).
 
-Adding a tool = writing its function (see `tools.definition`) and listing it here; no loop code
-changes. The workflow reads schemas and argument models from `REGISTRY`; the worker turns each
-entry into an activity named after the tool. Output types (pydantic models a run can name as
-`output_type`) are registered here too.
+Adding a tool = writing its function (see `tools.definition`) and listing it here (or
+registering it into `REGISTRY` from a module named in `AGENT_TOOL_MODULES`); no loop code
+changes. The worker is built from a catalog (`runtime.workers.build_workers(catalog=...)`):
+it turns each tool into an activity named after it, and hands the same catalog to the
+workflows it runs (`workflows.worker_catalog`), which read schemas, argument models, output
+types and profiles from it. Tests build their own catalog (`CATALOG.extended(...)`) instead of
+registering into this one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from contracts.agents import AgentProfile
+from tools.agents import AGENT_PROFILES, AgentProfiles
 from tools.builtin.ask_user import ask_user
 from tools.builtin.calculator import calculator
 from tools.builtin.current_time import current_time
@@ -15,6 +26,7 @@ from tools.builtin.files import read_file
 from tools.builtin.final_answer import final_answer
 from tools.builtin.memory import forget, recall, remember
 from tools.builtin.write_file import write_file
+from tools.definition import Tool
 from tools.outputs import OutputTypes
 from tools.registry import ToolRegistry
 
@@ -35,3 +47,35 @@ REGISTRY = ToolRegistry(
 OUTPUT_TYPES = OutputTypes()
 """Typed answers a run can ask for by name (`output_type`); register with
 `OUTPUT_TYPES.register(Model)`."""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Everything a run may name: tools, output types (`output_type`), agent profiles
+    (`agents`)."""
+
+    tools: ToolRegistry
+    output_types: OutputTypes
+    agents: AgentProfiles
+
+    def extended(
+        self,
+        tools: Iterable[Tool] = (),
+        output_types: Iterable[type[BaseModel]] = (),
+        agents: Iterable[AgentProfile] = (),
+    ) -> Catalog:
+        """A new catalog: this one's entries plus these (this one is left as it is)."""
+        outputs = OutputTypes()
+        for name, model in self.output_types.as_dict().items():
+            outputs.register(model, name)
+        for model in output_types:
+            outputs.register(model)
+        return Catalog(
+            ToolRegistry([*self.tools.all(), *tools]),
+            outputs,
+            AgentProfiles([*self.agents.by_name().values(), *agents]),
+        )
+
+
+CATALOG = Catalog(REGISTRY, OUTPUT_TYPES, AGENT_PROFILES)
+"""The application's catalog: what `worker.py` serves."""

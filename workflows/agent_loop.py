@@ -76,8 +76,6 @@ with workflow.unsafe.imports_passed_through():
     from loop.status import current_details, run_status, visible_phase
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
-    from tools.agents import AGENT_PROFILES
-    from tools.catalog import OUTPUT_TYPES, REGISTRY
     from workflows.delegation import ChildRequests
     from workflows.human_gate import HumanGate
     from workflows.loop_host import LoopHost, TurnOutgrewSession
@@ -97,8 +95,21 @@ with workflow.unsafe.imports_passed_through():
         session_steps,
     )
     from workflows.tool_round import ToolRound
+    from workflows.worker_catalog import worker_catalog
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
+
+
+STRICT_INPUT_PATCH = "strict-run-input"
+"""Runs recorded before their input was read strictly (strict types, bounds, a visible prompt,
+links confirmed by Temporal) replay reading it as they did."""
+
+
+def input_refusal(error: Exception) -> str:
+    """`invalid AgentWorkflow input: <the problem>`."""
+    text = str(error)
+    prefix = "invalid AgentWorkflow input: "
+    return text if text.startswith(prefix) else prefix + text
 
 
 class AgentLoop:
@@ -110,9 +121,7 @@ class AgentLoop:
         self._pad = Scratchpad(messages=[])
         self._phase: Phase = "starting"
         self._stop_reason: StopReason | None = None
-        self._gate = HumanGate(
-            {t.name: t.args_model for t in REGISTRY.all()}, on_change=self._on_gate_change
-        )
+        self._gate = HumanGate({}, on_change=self._on_gate_change)
         self._log = RunLog(self._log_context)
         self._children = ChildRequests()
 
@@ -122,17 +131,7 @@ class AgentLoop:
         """The run, from its raw input (a `RawValue`, or a session's `AgentInput` for a turn
         it hosts): its result, or it raises as a run fails (a bad start: at once, naming the
         problem)."""
-        try:
-            params = validate_agent_input(
-                read_payload(raw_input, max_bytes=None),
-                REGISTRY.names(),
-                OUTPUT_TYPES.names(),
-                AGENT_PROFILES.by_name(),
-            )
-        except BadInput as error:
-            refuse(f"invalid AgentWorkflow input: {error}", INVALID_INPUT)
-        except InvalidAgentInput as error:
-            refuse(str(error), INVALID_INPUT)
+        params = self._read_input(raw_input)
         self._host.check_start(params)
         self._params = params
         self._pad = first_scratchpad(params)
@@ -164,6 +163,25 @@ class AgentLoop:
             result = result.model_copy(update={"steps": session_steps(result.steps)})
         return result
 
+    def _read_input(self, raw_input: Any) -> AgentInput:
+        """The run's input, or a refusal naming the problem. A run recorded before input was
+        read strictly (`STRICT_INPUT_PATCH`, asked only when the strict reading refuses) is read
+        as it was then, so its replay takes the path it took."""
+        catalog = worker_catalog()
+        self._gate.add_schemas({t.name: t.args_model for t in catalog.tools.all()})
+        known = (catalog.tools.names(), catalog.output_types.names(), catalog.agents.by_name())
+        try:
+            return validate_agent_input(read_payload(raw_input, max_bytes=None), *known)
+        except (BadInput, InvalidAgentInput) as error:
+            strict_refusal = error
+        if workflow.patched(STRICT_INPUT_PATCH):
+            refuse(input_refusal(strict_refusal), INVALID_INPUT)
+        try:
+            raw = read_payload(raw_input, max_bytes=None, check_shape=False)
+            return validate_agent_input(raw, *known, strict=False)
+        except (BadInput, InvalidAgentInput) as error:
+            refuse(input_refusal(error), INVALID_INPUT)
+
     async def _report(
         self,
         params: AgentInput,
@@ -176,7 +194,7 @@ class AgentLoop:
     async def _react(self, params: AgentInput) -> AgentResult:
         """The loop: ask the model → a final answer or a nudge → run one round of tools →
         decide whether to stop → repeat."""
-        output = output_spec(params, OUTPUT_TYPES.as_dict())
+        output = output_spec(params, worker_catalog().output_types.as_dict())
         run_tools = await prepare_tools(params, output)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
@@ -464,7 +482,9 @@ class AgentLoop:
 
     async def child_pending(self, raw: Any) -> None:
         """From a sub-agent: its calls waiting for a person, shown and answered here."""
-        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
+        # A real child's report may hold large arguments (a long write_file): Temporal's own
+        # payload limit bounds it; a report not from a child this run started is dropped.
+        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL, max_bytes=None)
         if report is not None and self._children.update(report):
             self._on_gate_change()
 

@@ -49,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
+    from loop.approvals import args_digest
     from workflows.session_link import run_scope
 
 BOUND_APPROVALS_PATCH = "bound-child-approvals"
@@ -73,8 +74,9 @@ def child_input(
     memory scope, ...), with what the profile names (instructions, tools, agents, model, turn
     limit, answer schema), what is left of the parent's budgets, and one more level of nesting.
 
-    A profile's tools may name MCP tools (`<server>__<tool>`, as a plan step's do): they come
-    from the inherited `mcp_servers`, so only the worker's own tools go in the allowlist."""
+    MCP servers are inherited only where the profile lets the child reach them: a profile with
+    no tool list gets every tool, its parent's servers' too; a profile that lists tools gets
+    the MCP tools it names (`<server>__<tool>`, as a plan step's do) and no others."""
     tokens_left = (
         max(1, params.max_total_tokens - pad.usage.total_tokens)
         if params.max_total_tokens is not None
@@ -89,14 +91,15 @@ def child_input(
         else None
     )
     tools = profile.tools
-    if tools is not None:
-        tools = [name for name in tools if MCP_TOOL_SEPARATOR not in name]
+    names_mcp = tools is not None and any(MCP_TOOL_SEPARATOR in name for name in tools)
+    mcp_servers = params.mcp_servers if tools is None or names_mcp else None
     return AgentInput(
         **{
             **inherited_settings(params),
             "prompt": task,
             "system_prompt": profile.system_prompt,
             "tools": tools,
+            "mcp_servers": mcp_servers,
             "agents": profile.agents or None,
             "model": profile.model or params.model,
             "max_iterations": profile.max_iterations,
@@ -219,6 +222,7 @@ class ChildRequests:
     def __init__(self) -> None:
         self._children: dict[str, ChildPending] = {}
         self._started: dict[str, tuple[str, str]] = {}
+        self._sequences: dict[str, int] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     def expect(self, call_key: str, workflow_id: str, token: str) -> None:
@@ -232,13 +236,22 @@ class ChildRequests:
         `kind`, and still applies here too.
 
         An approval is bound to what this run shows: each forwarded approval names one call
-        with the digest of the arguments shown here, so a child whose real pending call differs
-        refuses it (`*` is sent as one approval per call shown)."""
+        with the digest of the arguments shown here (computed here, never taken from the
+        report), so a child whose real pending call differs refuses it; `*` is sent as one
+        approval per call shown, and `*` with edited arguments only when one call is shown."""
         payload = signal.model_dump(exclude_none=True)
         targets = self.forwards(call_id, kind)
-        if name == "approve" and workflow.patched(BOUND_APPROVALS_PATCH):
-            for child, inner, request in self._shown(call_id, kind):
-                bound = {"args_digest": request.args_digest, **payload, "call_id": inner}
+        if name == "approve" and targets and workflow.patched(BOUND_APPROVALS_PATCH):
+            shown = self._shown(call_id, kind)
+            if call_id == ALL_PENDING and payload.get("args") is not None and len(shown) > 1:
+                workflow.logger.warning(
+                    "signal approve not forwarded: edited args need one call_id (%d calls of "
+                    "sub-agents wait)",
+                    len(shown),
+                )
+                return False
+            for child, inner, request in shown:
+                bound = {**payload, "args_digest": request.args_digest, "call_id": inner}
                 self._spawn(signal_child(child, name, bound))
         else:
             for child, inner in targets:
@@ -288,6 +301,7 @@ class ChildRequests:
         """The child ended: nothing of it waits any more, and nothing more is taken from it."""
         self._children.pop(call_key, None)
         self._started.pop(call_key, None)
+        self._sequences.pop(call_key, None)
 
     def update(self, report: ChildPending) -> bool:
         """Take a child's report of its pending calls; False (ignored, logged) unless it comes
@@ -301,8 +315,17 @@ class ChildRequests:
                 report.call_key,
             )
             return False
+        if report.sequence:
+            if report.sequence <= self._sequences.get(report.call_key, 0):
+                return False  # an older report that arrived late: the child has moved on
+            self._sequences[report.call_key] = report.sequence
         if report.pending:
-            self._children[report.call_key] = report
+            # What is shown is bound by its own digest, computed here: a report that gave
+            # other arguments the digest of the child's real call cannot borrow its approval.
+            pending = [
+                r.model_copy(update={"args_digest": args_digest(r.args)}) for r in report.pending
+            ]
+            self._children[report.call_key] = report.model_copy(update={"pending": pending})
         else:
             self._children.pop(report.call_key, None)
         return True

@@ -53,7 +53,11 @@ def sent_nothing(raw: Any) -> bool:
 
 
 def read_payload(
-    raw: Any, *, max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES, missing: Any = _REQUIRED
+    raw: Any,
+    *,
+    max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES,
+    missing: Any = _REQUIRED,
+    check_shape: bool = True,
 ) -> Any:
     """The decoded JSON value of `raw` (a `RawValue`; anything else was decoded already, by a
     caller inside this workflow), or `BadInput`. No payload at all is `missing` where the
@@ -75,7 +79,7 @@ def read_payload(
             ) from None
         except Exception as error:
             raise BadInput(f"the input does not decode: {error}") from None
-    problem = shape_problem(raw)
+    problem = shape_problem(raw) if check_shape else None
     if problem:
         raise BadInput(problem)
     return raw
@@ -109,11 +113,16 @@ def parse_or_refuse(
 
 
 def parse_or_ignore(
-    model: type[ModelT], raw: Any, signal: str, *, missing: Any = _REQUIRED
+    model: type[ModelT],
+    raw: Any,
+    signal: str,
+    *,
+    missing: Any = _REQUIRED,
+    max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES,
 ) -> ModelT | None:
     """`raw` as `model`, or None after logging why signal `signal` is ignored."""
     try:
-        return model.model_validate(read_payload(raw, missing=missing))
+        return model.model_validate(read_payload(raw, missing=missing, max_bytes=max_bytes))
     except BadInput as error:
         workflow.logger.warning("signal %s ignored: invalid input: %s", signal, error)
     except ValidationError as error:

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.usage import TokenUsage
     from loop.input_validation import link_problem
     from loop.status import current_details
+    from workflows.agent_loop import STRICT_INPUT_PATCH
     from workflows.delegation import signal_parent
     from workflows.model_gateway import run_conversation
     from workflows.refusals import refuse
@@ -38,6 +39,7 @@ class RunHost:
     def __init__(self) -> None:
         self._entry: CachedConversation | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._reports = 0
 
     def check_start(self, params: AgentInput) -> None:
         info = workflow.info()
@@ -46,7 +48,7 @@ class RunHost:
             parent_id=info.parent.workflow_id if info.parent else None,
             continued=info.continued_run_id is not None,
         )
-        if problem:
+        if problem and workflow.patched(STRICT_INPUT_PATCH):  # (runs recorded before: as then)
             refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
 
     def conversation(self, params: AgentInput) -> CachedConversation:
@@ -62,16 +64,20 @@ class RunHost:
         workflow.set_current_details(current_details(status()))
 
     def pending_changed(self, params: AgentInput | None, pending: list[PendingRequest]) -> None:
+        """Reports are numbered: their signals go out concurrently and may arrive out of order,
+        and the receiver keeps only the newest."""
         if params is None:
             return
+        self._reports += 1
         if params.session is not None:
-            shown = pending_report(params.session, pending)
+            shown = pending_report(params.session, pending, self._reports)
             self._spawn(signal_session(params.session, "turn_pending", shown))
         if params.parent is not None:
             report = ChildPending(
                 call_key=params.parent.call_key,
                 workflow_id=workflow.info().workflow_id,
                 token=params.parent.token,
+                sequence=self._reports if params.parent.token else 0,
                 pending=pending,
             )
             self._spawn(signal_parent(params.parent, report))

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.mcp import (
         MCP_LIST_TOOLS_ACTIVITY,
         MCP_SERVER_FAILED,
+        MCP_TOOL_SEPARATOR,
         UNKNOWN_MCP_SERVER,
         McpListRequest,
         McpToolList,
@@ -37,14 +38,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from loop.policy import overridden_approvals
     from loop.tool_requests import ArgsSchema
-    from tools.agents import AGENT_PROFILES
-    from tools.catalog import REGISTRY
     from tools.definition import Tool
     from workflows.callees.agent_profile import AgentCallee
     from workflows.callees.local_tool import LocalTool
     from workflows.callees.mcp_tool import McpTool
     from workflows.callees.protocol import Callee
     from workflows.refusals import refuse
+    from workflows.worker_catalog import worker_catalog
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunToo
     callees: list[Callee] = [
         *(LocalTool(t) for t in tools),
         *(McpTool(s) for s in mcp_tools),
-        *(AgentCallee(p) for p in AGENT_PROFILES.select(params.agents or [])),
+        *(AgentCallee(p) for p in worker_catalog().agents.select(params.agents or [])),
     ]
     schemas = [c.schema() for c in callees]
     if output is not None and output.mode == "tool":
@@ -85,7 +85,7 @@ async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunToo
     unavailable = {
         t.name: f"Error: {t.name} is only available to runs with a memory_scope; this run "
         "has none, so nothing can be remembered or recalled."
-        for t in REGISTRY.all()
+        for t in worker_catalog().tools.all()
         if t.options.requires_scope and t.name not in offered
     }
     return RunTools(callees, schemas, unavailable)
@@ -95,7 +95,7 @@ def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:
     """The worker's tools the run may use. Tools that keep data per user need the run's
     `memory_scope`. With an output schema the run ends through `final_result`, so stop tools
     that end it with free text are left out."""
-    tools = REGISTRY.select(params.tools)
+    tools = worker_catalog().tools.select(params.tools)
     if params.memory_scope is None:
         asked = [t.name for t in tools if t.options.requires_scope and params.tools is not None]
         if asked:
@@ -139,12 +139,24 @@ async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
             type=kind or MCP_SERVER_FAILED,
             non_retryable=True,
         ) from error
+    tools = listing.tools
+    named = [t for t in params.tools or [] if MCP_TOOL_SEPARATOR in t]
+    if named:  # an allowlist that names MCP tools offers those alone
+        missing = [t for t in named if t not in {s.qualified_name for s in tools}]
+        if missing:
+            refuse(
+                f"invalid AgentWorkflow input: tools: the MCP servers have no tool(s) "
+                f"{', '.join(missing)}",
+                INVALID_INPUT,
+            )
+        tools = [s for s in tools if s.qualified_name in named]
+    catalog = worker_catalog()
     problem = outside_tools_problem(
-        [*REGISTRY.names(), *AGENT_PROFILES.names()], [s.qualified_name for s in listing.tools]
+        [*catalog.tools.names(), *catalog.agents.names()], [s.qualified_name for s in tools]
     )
     if problem:
         refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
-    return listing.tools
+    return tools
 
 
 async def check_policy(params: AgentInput, tools: Sequence[Tool]) -> None:

@@ -70,9 +70,15 @@ async def signal_session(link: SessionLink | None, name: str, payload: Any) -> N
         workflow.logger.warning("could not signal session %s: %s", name, error)
 
 
-def pending_report(link: SessionLink, pending: list[PendingRequest]) -> Any:
+def pending_report(link: SessionLink, pending: list[PendingRequest], sequence: int) -> Any:
     """What a child turn sends its session as `turn_pending`: its pending requests with its
-    token (the bare list for a session that gave it none, as such sessions expect)."""
+    token and the report's number (the bare list for a session that gave it no token, as such
+    sessions expect)."""
     if not link.token:
         return pending
-    return PendingList(workflow_id=workflow.info().workflow_id, token=link.token, pending=pending)
+    return PendingList(
+        workflow_id=workflow.info().workflow_id,
+        token=link.token,
+        sequence=sequence,
+        pending=pending,
+    )

@@ -15,13 +15,24 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_status import AgentStatus
     from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
-    from contracts.approvals import DECISION_REFUSED, HumanDecision, PendingRequest
+    from contracts.approvals import (
+        ALL_PENDING,
+        DECISION_REFUSED,
+        ApproveSignal,
+        HumanDecision,
+        PendingRequest,
+    )
     from contracts.errors import STEER_REFUSED
     from contracts.messages import SteerMessage
+    from contracts.request_kind import RequestKind
     from contracts.session import RunningTurn
     from workflows.agent_loop import AgentLoop
     from workflows.inline_turn import InlineTurn
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
+
+BOUND_TURN_APPROVALS_PATCH = "bound-turn-approvals"
+"""Sessions recorded before approvals for a child turn were bound to what they showed replay
+forwarding the approval as it came."""
 
 
 class SessionTurns(Protocol):
@@ -58,7 +69,7 @@ class SessionPeople:
     async def child_pending(self, raw: Any) -> None:
         """From a sub-agent of an inline turn. One that arrives late from an earlier turn's
         sub-agent (its ids start with another turn) is dropped."""
-        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL)
+        report = parse_or_ignore(ChildPending, raw, CHILD_PENDING_SIGNAL, max_bytes=None)
         turn = self._session.inline_turn
         if report is None or turn is None or not report.workflow_id.startswith(f"{turn.scope}/"):
             workflow.logger.warning("signal %s ignored: no such sub-agent", CHILD_PENDING_SIGNAL)
@@ -137,7 +148,30 @@ class SessionPeople:
             }
             await handlers[name](raw)
             return
-        try:
-            await workflow.get_external_workflow_handle(running.workflow_id).signal(name, raw)
-        except Exception as error:
-            workflow.logger.warning("signal %s not forwarded: %s", name, error)
+        payloads: list[Any] = [raw]
+        if name == "approve" and running.token and workflow.patched(BOUND_TURN_APPROVALS_PATCH):
+            payloads = self._bound_approvals(raw)
+        handle = workflow.get_external_workflow_handle(running.workflow_id)
+        for payload in payloads:
+            try:
+                await handle.signal(name, payload)
+            except Exception as error:
+                workflow.logger.warning("signal %s not forwarded: %s", name, error)
+
+    def _bound_approvals(self, raw: Any) -> list[dict[str, Any]]:
+        """An approval for a child turn, bound to what the session shows: one approval per call
+        it names (each with the digest of the arguments shown here), so the turn refuses one
+        whose real call differs; `*` with edited arguments only when one call is shown."""
+        signal = parse_or_ignore(ApproveSignal, raw, "approve")
+        if signal is None:
+            return []
+        shown = [
+            r
+            for r in self._session.running_turn_pending
+            if r.kind == RequestKind.APPROVAL and signal.call_id in (ALL_PENDING, r.call_id)
+        ]
+        if signal.call_id == ALL_PENDING and signal.args is not None and len(shown) > 1:
+            workflow.logger.warning("signal approve ignored: edited args need one call_id")
+            return []
+        payload = signal.model_dump(exclude_none=True)
+        return [{**payload, "call_id": r.call_id, "args_digest": r.args_digest} for r in shown]

@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         TurnReport,
         TurnResult,
     )
+    from loop.approvals import args_digest
     from loop.input_validation import output_problem
     from loop.limits import should_continue_as_new
     from loop.memory import (
@@ -65,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from loop.session_details import idle_details, turn_details
     from loop.session_queue import queue_refusal
-    from tools.catalog import OUTPUT_TYPES, REGISTRY
+    from workflows.agent_loop import STRICT_INPUT_PATCH
     from workflows.inline_turn import InlineTurn
     from workflows.input_guard import one_payload
     from workflows.model_gateway import run_conversation
@@ -79,12 +80,16 @@ with workflow.unsafe.imports_passed_through():
         refuse,
     )
     from workflows.session_people import SessionPeople
+    from workflows.worker_catalog import worker_catalog
 
 SESSION_REFUSED = "SessionRefused"
 INLINE_TURNS_PATCH = "inline-session-turns"
 """Sessions recorded before turns ran inline started a child run per turn; they replay so."""
 TURN_TOKENS_PATCH = "session-turn-tokens"
 """Sessions recorded before child turns carried a token replay without making one."""
+SIGNAL_INPUT_PATCH = "session-signal-input"
+"""Sessions recorded before `end` and `cancel_turn` ignored input they cannot read (`end`
+closed the session anyway; `cancel_turn` never read it) replay as they ran."""
 INPUT_AT_INIT_PATCH = "session-input-at-init"
 """Sessions recorded before the input was read in `__init__` replay early signals without it."""
 
@@ -111,6 +116,7 @@ class SessionWorkflow(PeopleHandlers):
         self._turn: InlineTurn | None = None
         self._people = SessionPeople(self)
         self.people = self._people
+        self._input_taken = False
         self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
         if self._input_read:
             with contextlib.suppress(ValidationError, BadInput):
@@ -118,9 +124,28 @@ class SessionWorkflow(PeopleHandlers):
                     SessionInput.model_validate(read_payload(raw_input, max_bytes=None, missing={}))
                 )
 
+    def _session_input(self, raw_input: RawValue) -> SessionInput:
+        """The session's input, or a refusal naming the problem; a session recorded before
+        input was read strictly (`STRICT_INPUT_PATCH`, asked only when the strict reading
+        refuses) reads it as it did then."""
+        try:
+            return parse_or_refuse(
+                SessionInput, raw_input, "SessionWorkflow input", INVALID_INPUT, max_bytes=None,
+                missing={},
+            )  # fmt: skip
+        except ApplicationError:
+            if workflow.patched(STRICT_INPUT_PATCH):
+                raise
+        try:
+            raw = read_payload(raw_input, max_bytes=None, missing={}, check_shape=False)
+            return SessionInput.model_validate(raw, strict=False)
+        except (BadInput, ValidationError) as error:
+            refuse(f"invalid SessionWorkflow input: {error}", INVALID_INPUT)
+
     def _read_input(self, params: SessionInput) -> None:
         """Take the settings and what a continued run carries; messages that reached this run
         already come after the carried ones."""
+        self._input_taken = True
         self._params = params
         carried = params.carry
         if carried is not None:
@@ -180,7 +205,9 @@ class SessionWorkflow(PeopleHandlers):
         the session stays open."""
         request = parse_or_ignore(EndSession, raw, "end", missing={})
         if request is None:
-            return
+            if workflow.patched(SIGNAL_INPUT_PATCH):
+                return
+            request = EndSession(reason="(the end signal's input was invalid)")  # as then
         self._carry.ended = True
         self._carry.end_reason = request.reason or (
             f"ended by {request.by}" if request.by else None
@@ -203,7 +230,8 @@ class SessionWorkflow(PeopleHandlers):
             refuse(queue_full, SESSION_REFUSED)
         if message.overrides():
             settings = self._params.agent.model_copy(update=message.overrides())
-            problem = output_problem(settings, REGISTRY.names(), OUTPUT_TYPES.names())
+            catalog = worker_catalog()
+            problem = output_problem(settings, catalog.tools.names(), catalog.output_types.names())
             if problem:
                 refuse(problem, SESSION_REFUSED)
         return message
@@ -223,17 +251,28 @@ class SessionWorkflow(PeopleHandlers):
     def turn_pending(self, raw: RawValue = NO_INPUT) -> None:
         """From the running child turn: its calls waiting for a person."""
         try:
-            sent = read_payload(raw)
+            sent = read_payload(raw, max_bytes=None)  # bounded by Temporal; checked below
         except BadInput as error:
             workflow.logger.warning("signal turn_pending ignored: invalid input: %s", error)
             return
         legacy = isinstance(sent, list)  # turns started before tokens send the bare list
         report = parse_or_ignore(PendingList, {"pending": sent} if legacy else sent, "turn_pending")
-        if report is not None and self._from_running_turn(
+        running = self._carry.running
+        if report is None or running is None:
+            return
+        if not self._from_running_turn(
             "turn_pending", None if legacy else report.workflow_id, report.token
         ):
-            self._carry.pending = report.pending
-            self._show_details()
+            return
+        if report.sequence:
+            if report.sequence <= running.reports:
+                return  # an older report that arrived late: the turn has moved on
+            running.reports = report.sequence
+        # What is shown is bound by its own digest, computed here, never taken from the report.
+        self._carry.pending = [
+            r.model_copy(update={"args_digest": args_digest(r.args)}) for r in report.pending
+        ]
+        self._show_details()
 
     def _from_running_turn(
         self, signal: str, workflow_id: str | None, token: str, turn_id: str | None = None
@@ -273,9 +312,10 @@ class SessionWorkflow(PeopleHandlers):
     @workflow.signal(name="cancel_turn")
     async def cancel_turn(self, raw: RawValue = NO_INPUT) -> None:
         """Cancel the running turn, not the session: it is remembered as not completed and the
-        next message is answered. Takes no input, or `{"by"?: "..."}`."""
-        if parse_or_ignore(CancelTurn, raw, "cancel_turn", missing={}) is None:
-            return
+        next message is answered. Takes no input, or `{"reason"?: "...", "by"?: "..."}`."""
+        unreadable = parse_or_ignore(CancelTurn, raw, "cancel_turn", missing={}) is None
+        if unreadable and workflow.patched(SIGNAL_INPUT_PATCH):
+            return  # (sessions recorded before cancelled whatever the input)
         running = self._carry.running
         if running is None:
             workflow.logger.warning("signal cancel_turn ignored: no turn is running")
@@ -323,21 +363,15 @@ class SessionWorkflow(PeopleHandlers):
     @workflow.run
     @one_payload
     async def run(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> SessionResult:
-        params = parse_or_refuse(
-            SessionInput,
-            raw_input,
-            "SessionWorkflow input",
-            INVALID_INPUT,
-            max_bytes=None,
-            missing={},
-        )
-        if params.carry is not None and workflow.info().continued_run_id is None:
+        params = self._session_input(raw_input)
+        continued = workflow.info().continued_run_id is not None
+        if params.carry is not None and not continued and workflow.patched(STRICT_INPUT_PATCH):
             refuse(
                 "invalid SessionWorkflow input: carry: set by the session itself when it "
                 "continues-as-new; this run does not continue another",
                 INVALID_INPUT,
             )
-        if not self._input_read:
+        if not self._input_read or not self._input_taken:
             self._read_input(params)
         if self._carry.started_at is None:
             self._carry.started_at = workflow.now()

@@ -178,9 +178,9 @@ class ToolRound:
                 return step(observation, status, args, human), False, None
             args = human.executed_args or args
         context = CallContext(self._params, pad, call, args, iteration, self._children)
+        invoked = workflow.now()  # the call's latency, not the wait for a person before it
         result = await callee.invoke(context)
-        fields = {"truncated": True} if result.truncated else {}
-        self._log_tool(callee, call, result.status, started, **fields)
+        self._log_tool(callee, call, result.status, invoked, truncated=result.truncated)
         note = approvals.edited_note(human) if human else None
         text = f"{note}\n{result.observation}" if note else result.observation
         return step(text, result.status, args, human), result.stop_run, result.delegated
