@@ -58,9 +58,10 @@ def current_details(status: AgentStatus) -> str:
     invisible characters escaped) and the command that answers it, in a code span so it
     renders literally and pastes into a shell. Text from the model (plan goals) is escaped."""
     if status.phase == "done":
+        reason = status.stop_reason
+        ending = reason if reason is None or reason.answered else f"{reason}, no answer"
         return (
-            f"done ({status.stop_reason}) after {status.iteration} turns · "
-            f"{status.usage.total_tokens} tokens"
+            f"done ({ending}) after {status.iteration} turns · {status.usage.total_tokens} tokens"
         )
     if status.phase == "cancelled":
         return (

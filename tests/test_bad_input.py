@@ -126,15 +126,6 @@ BAD_STARTS: list[tuple[str, list[Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("case", "args", "expected"), BAD_STARTS, ids=[c[0] for c in BAD_STARTS])
-async def test_a_bad_start_fails_the_run_at_once_naming_the_problem(
-    scripted_agent: ScriptedHarness, case: str, args: list[Any], expected: str
-) -> None:
-    message = await start_failure(scripted_agent, "AgentWorkflow", args)
-    assert message.startswith("invalid AgentWorkflow input: "), message
-    assert expected in message, message
-
-
 async def waiting_run(harness: ScriptedHarness) -> WorkflowHandle[Any, Any]:
     harness.model.enqueue(
         sm.tool_calls(sm.call("write_file", {"path": "a.txt", "content": "hi"}, id="w1")),
@@ -252,14 +243,19 @@ BAD_SESSION_STARTS: list[tuple[str, list[Any], str]] = [
 ]
 
 
+STARTS = [("AgentWorkflow", *c) for c in BAD_STARTS] + [
+    ("SessionWorkflow", *c) for c in BAD_SESSION_STARTS
+]
+
+
 @pytest.mark.parametrize(
-    ("case", "args", "expected"), BAD_SESSION_STARTS, ids=[c[0] for c in BAD_SESSION_STARTS]
+    ("workflow", "case", "args", "expected"), STARTS, ids=[f"{w}: {c}" for w, c, _, _ in STARTS]
 )
-async def test_a_bad_session_start_fails_at_once(
-    scripted_agent: ScriptedHarness, case: str, args: list[Any], expected: str
+async def test_a_bad_start_fails_the_run_at_once_naming_the_problem(
+    scripted_agent: ScriptedHarness, workflow: str, case: str, args: list[Any], expected: str
 ) -> None:
-    message = await start_failure(scripted_agent, "SessionWorkflow", args)
-    assert message.startswith("invalid SessionWorkflow input: "), message
+    message = await start_failure(scripted_agent, workflow, args)
+    assert message.startswith(f"invalid {workflow} input: "), message
     assert expected in message, message
 
 

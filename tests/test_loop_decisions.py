@@ -340,6 +340,10 @@ def test_details_of_a_question_and_of_the_end() -> None:
     assert "plan:\n\n- ✓ 1. a\n- · 2. b" in current_details(planned)
     done = AgentStatus(phase="done", stop_reason="completed", iteration=3, usage=usage(40))
     assert current_details(done) == "done (completed) after 3 turns · 40 tokens"
+    limited = done.model_copy(update={"stop_reason": StopReason.MAX_ITERATIONS})
+    assert current_details(limited) == (
+        "done (max_iterations, no answer) after 3 turns · 40 tokens"
+    )
     cancelled = AgentStatus(phase="cancelled", iteration=2, steps=1, usage=usage(30))
     assert current_details(cancelled) == "cancelled at turn 2 after 1 tool call · 30 tokens"
 
