@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -304,3 +304,22 @@ def as_signal(update: DecideUpdate) -> ApproveSignal | RejectSignal:
             comment=update.comment,
         )
     return RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)
+
+
+def as_shown(reported: Sequence[PendingRequest]) -> list[PendingRequest]:
+    """Requests another run reported (a sub-agent's, a child turn's), bound by the digest of
+    the arguments they show, computed here: a report that gave other arguments the digest of
+    the real call cannot borrow its approval."""
+    return [r.model_copy(update={"args_digest": args_digest(r.args)}) for r in reported]
+
+
+def bound_approvals(
+    payload: Mapping[str, Any], shown: Sequence[tuple[str, str]]
+) -> list[dict[str, Any]] | None:
+    """An approval forwarded to another run, bound to what is shown here: one approval per
+    shown call it names (`shown`: its call id there and the digest shown here), so the other run
+    refuses one whose real call differs. None when `*` carries edited arguments and more than
+    one call is shown: edited arguments name one call."""
+    if payload.get("call_id") == ALL_PENDING and payload.get("args") is not None and len(shown) > 1:
+        return None
+    return [{**payload, "call_id": call_id, "args_digest": digest} for call_id, digest in shown]

@@ -23,7 +23,7 @@ from contracts.approvals import (
 )
 from contracts.request_kind import RequestKind
 from loop import approvals
-from loop.approvals import DecisionRefused
+from loop.approvals import DecisionRefused, args_digest
 from tools.builtin.ask_user import AskUserArgs, ask_user
 from tools.builtin.calculator import calculator
 from tools.builtin.write_file import WriteFileArgs, write_file
@@ -655,3 +655,23 @@ def test_no_edited_note_for_other_decisions() -> None:
 )
 def test_waited_seconds(timeout: float | None, expected: float) -> None:
     assert approvals.waited_seconds(request(timeout_seconds=timeout)) == expected
+
+
+def test_what_another_run_reports_is_bound_by_its_own_digest() -> None:
+    reported = request(RequestKind.APPROVAL, args={"path": "harmless.txt"}, tool_name="t")
+    lying = reported.model_copy(update={"args_digest": args_digest({"path": "evil.txt"})})
+    [shown] = approvals.as_shown([lying])
+    assert shown.args_digest == args_digest({"path": "harmless.txt"})
+
+
+def test_a_forwarded_approval_names_each_shown_call_with_its_digest() -> None:
+    bound = approvals.bound_approvals({"call_id": "*", "by": "a"}, [("w1", "d1"), ("w2", "d2")])
+    assert bound == [
+        {"call_id": "w1", "by": "a", "args_digest": "d1"},
+        {"call_id": "w2", "by": "a", "args_digest": "d2"},
+    ]
+    edited = {"call_id": "*", "args": {"path": "x"}}
+    assert approvals.bound_approvals(edited, [("w1", "d1"), ("w2", "d2")]) is None
+    assert approvals.bound_approvals(edited, [("w1", "d1")]) == [
+        {"call_id": "w1", "args": {"path": "x"}, "args_digest": "d1"}
+    ]

@@ -49,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
-    from loop.approvals import args_digest
     from workflows.session_link import run_scope
 
 BOUND_APPROVALS_PATCH = "bound-child-approvals"
@@ -243,16 +242,18 @@ class ChildRequests:
         targets = self.forwards(call_id, kind)
         if name == "approve" and targets and workflow.patched(BOUND_APPROVALS_PATCH):
             shown = self._shown(call_id, kind)
-            if call_id == ALL_PENDING and payload.get("args") is not None and len(shown) > 1:
+            bound = approvals.bound_approvals(
+                payload, [(inner, request.args_digest) for _, inner, request in shown]
+            )
+            if bound is None:
                 workflow.logger.warning(
                     "signal approve not forwarded: edited args need one call_id (%d calls of "
                     "sub-agents wait)",
                     len(shown),
                 )
                 return False
-            for child, inner, request in shown:
-                bound = {**payload, "args_digest": request.args_digest, "call_id": inner}
-                self._spawn(signal_child(child, name, bound))
+            for (child, _, _), approval in zip(shown, bound, strict=True):
+                self._spawn(signal_child(child, name, approval))
         else:
             for child, inner in targets:
                 self._spawn(signal_child(child, name, {**payload, "call_id": inner}))
@@ -320,11 +321,7 @@ class ChildRequests:
                 return False  # an older report that arrived late: the child has moved on
             self._sequences[report.call_key] = report.sequence
         if report.pending:
-            # What is shown is bound by its own digest, computed here: a report that gave
-            # other arguments the digest of the child's real call cannot borrow its approval.
-            pending = [
-                r.model_copy(update={"args_digest": args_digest(r.args)}) for r in report.pending
-            ]
+            pending = approvals.as_shown(report.pending)
             self._children[report.call_key] = report.model_copy(update={"pending": pending})
         else:
             self._children.pop(report.call_key, None)

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import SteerMessage
     from contracts.request_kind import RequestKind
     from contracts.session import RunningTurn
+    from loop.approvals import bound_approvals
     from workflows.agent_loop import AgentLoop
     from workflows.inline_turn import InlineTurn
     from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
@@ -166,12 +167,12 @@ class SessionPeople:
         if signal is None:
             return []
         shown = [
-            r
+            (r.call_id, r.args_digest)
             for r in self._session.running_turn_pending
             if r.kind == RequestKind.APPROVAL and signal.call_id in (ALL_PENDING, r.call_id)
         ]
-        if signal.call_id == ALL_PENDING and signal.args is not None and len(shown) > 1:
+        bound = bound_approvals(signal.model_dump(exclude_none=True), shown)
+        if bound is None:
             workflow.logger.warning("signal approve ignored: edited args need one call_id")
             return []
-        payload = signal.model_dump(exclude_none=True)
-        return [{**payload, "call_id": r.call_id, "args_digest": r.args_digest} for r in shown]
+        return bound

@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         TurnReport,
         TurnResult,
     )
-    from loop.approvals import args_digest
+    from loop.approvals import as_shown
     from loop.input_validation import output_problem
     from loop.limits import should_continue_as_new
     from loop.memory import (
@@ -268,10 +268,7 @@ class SessionWorkflow(PeopleHandlers):
             if report.sequence <= running.reports:
                 return  # an older report that arrived late: the turn has moved on
             running.reports = report.sequence
-        # What is shown is bound by its own digest, computed here, never taken from the report.
-        self._carry.pending = [
-            r.model_copy(update={"args_digest": args_digest(r.args)}) for r in report.pending
-        ]
+        self._carry.pending = as_shown(report.pending)
         self._show_details()
 
     def _from_running_turn(
