@@ -17,8 +17,9 @@ async def with_heartbeats(
 ) -> T:
     """Await `work`, heartbeating every `every_seconds`; cancelling this cancels the work.
 
-    With `details`, each heartbeat carries `details()` (read at that moment), which the server
-    keeps as the activity's heartbeat details (Web UI, `temporal workflow describe`).
+    With `details`, each heartbeat carries `details()` (read at that moment; None: none yet),
+    which the server keeps as the activity's heartbeat details (Web UI, `temporal workflow
+    describe`).
     """
     task = asyncio.ensure_future(work)
     try:
@@ -26,10 +27,11 @@ async def with_heartbeats(
             done, _ = await asyncio.wait({task}, timeout=every_seconds)
             if done:
                 return task.result()
-            if details is None:
+            shown = details() if details is not None else None
+            if shown is None:
                 activity.heartbeat()
             else:
-                activity.heartbeat(details())
+                activity.heartbeat(shown)
     finally:
         if not task.done():
             task.cancel()

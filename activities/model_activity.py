@@ -7,6 +7,7 @@ import time
 
 from temporalio import activity
 
+from activities.activity_events import ModelCallEvents
 from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.heartbeat import with_heartbeats
@@ -24,10 +25,13 @@ class ModelActivities:
         model: ChatModel,
         heartbeat_every_seconds: float = HEARTBEAT_EVERY_SECONDS,
         cache: ContextCache | None = None,
+        worker_queue: str | None = None,
     ):
         self._model = model
         self._heartbeat_every = heartbeat_every_seconds
         self.cache = cache if cache is not None else ContextCache()
+        self.worker_queue = worker_queue
+        """This worker's own task queue (cache affinity): every reply names it."""
 
     @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(self, request: ModelRequest) -> ModelReply:
@@ -38,7 +42,12 @@ class ModelActivities:
         arrived and its tail, or the tool call being written. A retried attempt starts from
         scratch (the earlier attempt's details are ignored), and only the assembled reply is
         returned, so history holds one result per model call.
+
+        With `request.events` (the run's `stream_deltas`), the call is published on the run's
+        event stream as it goes: `model_call_started` with this attempt, then the reply's text
+        and reasoning in batches (`activities.activity_events`); publishing never fails it.
         """
+        cached = request.context is not None  # the reply names where the cache now holds it
         if request.context is not None:
             resolved = self.cache.resolve(request.context, request.tools)
             if resolved is None:
@@ -52,11 +61,18 @@ class ModelActivities:
             )
         model = request.model or self._model.default_model
         started = time.monotonic()
-        board = ProgressBoard(ModelProgress(model=model, attempt=activity.info().attempt))
-        with progress_board(board):  # the task `with_heartbeats` makes inherits the board
-            reply = await with_heartbeats(
-                self._model.complete(request), self._heartbeat_every, details=board.current
-            )
+        progress = ModelProgress(model=model, attempt=activity.info().attempt)
+        if request.events is None:
+            reply = await self._complete(request, ProgressBoard(progress))
+        else:
+            async with ModelCallEvents(
+                model_call=request.turn,
+                purpose=request.purpose,
+                model=model,
+                turn=request.events.session_turn,
+                announced=request.events.announced,
+            ) as events:
+                reply = await self._complete(request, ProgressBoard(progress, events.piece))
         latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
             "model %s answered turn %d in %d ms: %d tool calls, %d tokens",
@@ -77,4 +93,12 @@ class ModelActivities:
                 }
             },
         )
+        if self.worker_queue is not None and cached:
+            reply = reply.model_copy(update={"worker_queue": self.worker_queue})
         return reply
+
+    async def _complete(self, request: ModelRequest, board: ProgressBoard) -> ModelReply:
+        with progress_board(board):  # the task `with_heartbeats` makes inherits the board
+            return await with_heartbeats(
+                self._model.complete(request), self._heartbeat_every, details=board.current
+            )

@@ -4,6 +4,10 @@ The activity opens a `ProgressBoard` for each call; a streaming backend points i
 (`watch_progress(assembler.progress)`) and the activity's heartbeat loop reads the probe once per
 heartbeat, so a fast stream costs nothing per chunk and a silent one still heartbeats. Backends
 that do not stream simply never call `watch_progress`.
+
+The board also takes the reply's pieces as they arrive (`TextListener`): a `StreamAssembler`
+made while a board is current hands each piece of text or reasoning to the board's listener
+(the activity's event stream: `text_delta`, `reasoning_delta`).
 """
 
 from __future__ import annotations
@@ -15,14 +19,18 @@ from contextvars import ContextVar
 from contracts.model_io import ModelProgress
 
 ProgressProbe = Callable[[], ModelProgress]
+TextListener = Callable[[str, str], None]
+"""Takes `(kind, piece)`: `kind` is `text` or `reasoning`."""
 
 
 class ProgressBoard:
     """The latest progress of one model call: a fixed value, or a probe read on demand."""
 
-    def __init__(self, initial: ModelProgress) -> None:
+    def __init__(self, initial: ModelProgress, on_text: TextListener | None = None) -> None:
         self._initial = initial
         self._probe: ProgressProbe | None = None
+        self.on_text = on_text
+        """Where the pieces of the reply go as they stream (None: nowhere)."""
 
     def watch(self, probe: ProgressProbe | None) -> None:
         self._probe = probe
@@ -48,6 +56,12 @@ def progress_board(board: ProgressBoard) -> Iterator[ProgressBoard]:
         yield board
     finally:
         _BOARD.reset(token)
+
+
+def text_listener() -> TextListener | None:
+    """The current board's listener for the reply's pieces (None outside a model activity)."""
+    board = _BOARD.get()
+    return board.on_text if board is not None else None
 
 
 def watch_progress(probe: ProgressProbe | None) -> None:

@@ -14,6 +14,9 @@ Pure: chunks in, a reply out. The rules follow what OpenAI-compatible servers se
 
 A stream that ends before its choice finished (no `finish_reason`) is incomplete: its text must
 not become a reply (`StreamIncomplete`).
+
+Each piece of text or reasoning also goes to a listener as it arrives (the model activity's
+event stream, `activities.model_progress.text_listener`, when the assembler is made inside one).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from activities.model_progress import TextListener, text_listener
+from activities.provider_fields import merge_piece, provider_fields
 from contracts.messages import ChatMessage, ReasoningKey, ToolCall
 from contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
 from contracts.usage import TokenUsage
@@ -76,8 +81,11 @@ class _CallParts:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    """What the provider put on the call besides (`activities.provider_fields`)."""
 
     def add(self, piece: Any) -> None:
+        merge_piece(self.extra, provider_fields(piece))
         call_id = getattr(piece, "id", None)
         if isinstance(call_id, str) and call_id and call_id != self.id:
             # Ids are sent once (OpenAI) or repeated in every chunk (some servers): keep the
@@ -98,7 +106,10 @@ class StreamAssembler:
     """Takes the chunks of one streamed completion; `reply()` gives the assembled reply and
     `progress()` what has been received so far."""
 
-    def __init__(self, fallback_model: str, attempt: int = 1) -> None:
+    def __init__(
+        self, fallback_model: str, attempt: int = 1, listener: TextListener | None = None
+    ) -> None:
+        self._listener = listener if listener is not None else text_listener()
         self.fallback_model = fallback_model
         self.attempt = attempt
         self.chunks = 0
@@ -113,6 +124,7 @@ class StreamAssembler:
         self._reasoning_chars = 0
         self._calls: dict[int, _CallParts] = {}
         self._last_call: int | None = None
+        self._extra: dict[str, Any] = {}
 
     def add(self, chunk: Any) -> None:
         """Fold one `ChatCompletionChunk` into the reply."""
@@ -134,12 +146,14 @@ class StreamAssembler:
                 self.finish_reason = finish_reason
 
     def _add_delta(self, delta: Any) -> None:
+        merge_piece(self._extra, provider_fields(delta))
         content = getattr(delta, "content", None)
         if isinstance(content, str):
             self._content_seen = True
             if content:
                 self._content.append(content)
                 self._content_chars += len(content)
+                self._tell("text", content)
         reasoning = reasoning_of(delta)
         if reasoning is not None:
             key, text = reasoning
@@ -148,8 +162,16 @@ class StreamAssembler:
             if key == self.reasoning_key and text:  # a server sending both: one copy
                 self._reasoning.append(text)
                 self._reasoning_chars += len(text)
+                self._tell("reasoning", text)
         for piece in getattr(delta, "tool_calls", None) or []:
             self._add_call_piece(piece)
+
+    def _tell(self, kind: str, piece: str) -> None:
+        if self._listener is not None:
+            try:
+                self._listener(kind, piece)
+            except Exception:  # (the listener's own bug must not break the reply)
+                self._listener = None
 
     def _add_call_piece(self, piece: Any) -> None:
         index = getattr(piece, "index", None)
@@ -198,7 +220,12 @@ class StreamAssembler:
                 f"the stream ended after {self.chunks} chunks without a finish_reason"
             )
         calls = [
-            ToolCall(id=parts.id, name=parts.name, arguments="".join(parts.arguments))
+            ToolCall(
+                id=parts.id,
+                name=parts.name,
+                arguments="".join(parts.arguments),
+                provider_fields=parts.extra or None,
+            )
             for _, parts in sorted(self._calls.items())
         ]
         text = self.text
@@ -213,6 +240,7 @@ class StreamAssembler:
             finish_reason=self.finish_reason,
             reasoning_content=reasoning,
             reasoning_key=self.reasoning_key if reasoning is not None else None,
+            provider_fields=self._extra or None,
         )
         usage = self.usage if self.usage is not None else estimate_usage(prompt, reply)
         return reply.model_copy(update={"usage": usage})

@@ -14,8 +14,10 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.activity_events import ToolProgressEvents
 from activities.heartbeat import with_heartbeats
 from contracts.errors import TOOL_ERROR
+from contracts.payload_limits import limits_context_of
 from contracts.tool_io import ToolInvocation, ToolOutput
 from loop.observations import truncate_observation
 from loop.validation_errors import describe_validation_error
@@ -70,29 +72,38 @@ def failure_text(error: BaseException) -> str:
 
 
 def tool_activity(
-    item: Tool, workspace: Path, memory: MemoryStore | None = None
+    item: Tool, workspace: Path, memory: MemoryStore | None = None, large_payloads: bool = False
 ) -> Callable[[ToolInvocation], Any]:
     """Wrap `item` as an activity: validate arguments, run with heartbeats (none when it runs
     as a local activity), truncate output.
-    The tool sees `workspace` and the worker's `memory` store in its `ToolContext`.
+    The tool sees `workspace` and the worker's `memory` store in its `ToolContext`, and
+    reports progress with `ctx.progress(...)` (heartbeat details and a `tool_progress` event on
+    the run's stream, which opens at the first report: a tool that never reports costs nothing).
+    `large_payloads`: the worker stores large payloads outside history, so the arguments are
+    checked against the raised limits (`contracts.payload_limits`), and the tool is told.
 
     `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
     activity as a non-retryable `ToolError`, so the message goes straight back to the model.
     Transient failures (see `is_transient`) are raised as they are, so Temporal retries them;
     so is everything else when the tool opted into a retry policy.
     """
-    heartbeat_every = min(1.0, item.options.heartbeat_timeout.total_seconds() / 4)
+    heartbeat_every = min(1.0, item.options.lost_worker_timeout.total_seconds() / 4)
 
     async def run_tool(invocation: ToolInvocation) -> ToolOutput:
         info = activity.info()
         try:
-            args = item.args_model.model_validate(invocation.args)
+            args = item.args_model.model_validate(
+                invocation.args, context=limits_context_of(large_payloads)
+            )
         except ValidationError as error:
             raise ApplicationError(
                 f"invalid arguments for {item.name}: {describe_validation_error(error)}",
                 type=TOOL_ERROR,
                 non_retryable=True,
             ) from None
+        progress = ToolProgressEvents(
+            tool=item.name, call_id=invocation.call_id, turn=invocation.turn
+        )
         ctx = ToolContext(
             workspace=workspace,
             workflow_id=info.workflow_id,
@@ -100,6 +111,8 @@ def tool_activity(
             idempotency_key=invocation.idempotency_key,
             scope=invocation.scope,
             memory=memory,
+            reporter=progress.report,
+            large_payloads=large_payloads,
         )
         started = time.monotonic()
         try:
@@ -107,7 +120,11 @@ def tool_activity(
             # A local activity (`ToolOptions.local`) is not heartbeated: the server does not know
             # it (the worker logs "Activity heartbeat failed ... UnknownActivity"), its
             # start-to-close timeout bounds it, and a cancellation reaches it in this worker.
-            result = await (work if info.is_local else with_heartbeats(work, heartbeat_every))
+            result = await (
+                work
+                if info.is_local
+                else with_heartbeats(work, heartbeat_every, details=progress.details)
+            )
         except Exception as error:
             if not isinstance(error, ToolError) and (
                 is_transient(error) or item.options.retries_everything
@@ -123,6 +140,9 @@ def tool_activity(
                                  "outcome": "tool_error"}},
             )  # fmt: skip
             raise ApplicationError(message, type=TOOL_ERROR, non_retryable=True) from None
+        finally:
+            if progress.opened:  # the last report reaches the run before the call's end
+                await progress.close(cancelling=True)
         stop_run = isinstance(result, StopRun)
         text = result.answer if isinstance(result, StopRun) else render_result(result)
         content, truncated = truncate_observation(text, invocation.max_output_chars)
@@ -154,7 +174,14 @@ def tool_activity(
 
 
 def tool_activities(
-    tools: Iterable[Tool], workspace: Path, memory: MemoryStore | None = None
+    tools: Iterable[Tool],
+    workspace: Path,
+    memory: MemoryStore | None = None,
+    large_payloads: bool = False,
 ) -> list[Callable[[ToolInvocation], Any]]:
     """One activity per tool in `tools` (question tools have none: a person answers them)."""
-    return [tool_activity(item, workspace, memory) for item in tools if not item.asks_user]
+    return [
+        tool_activity(item, workspace, memory, large_payloads)
+        for item in tools
+        if not item.asks_user
+    ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -13,6 +14,18 @@ from contracts.plan import PlanState
 from contracts.usage import TokenUsage
 
 Phase = Literal["starting", "thinking", "running_tools", "waiting_for_human", "done", "cancelled"]
+
+
+class RunningCall(BaseModel):
+    """A tool call running now (started, not yet finished), with the progress it reported."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any] = {}
+    started_at: datetime
+    progress: str | None = None
+    """The tool's latest `ctx.progress(message)`."""
+    fraction: float | None = None
 
 
 class AgentStatus(BaseModel):
@@ -31,3 +44,5 @@ class AgentStatus(BaseModel):
     plan: PlanState | None = None
     """In plan-and-execute mode: the plan, each step's status, its revisions."""
     """Steering messages queued for the model's next call."""
+    running: list[RunningCall] = []
+    """Tool calls running now, each with its latest progress (not only after the round)."""

@@ -17,10 +17,10 @@ What every event carries:
   client holds always says where to resume (`Last-Event-ID`, `?after=N`).
 
 Events from the workflow are published deterministically (replay rebuilds the same log, adds no
-history event); events from activities (`model_call_started`, deltas, `tool_progress`) go through
-the stream's de-duplicating signal, batched. A model call retried after a worker died mid-stream
-publishes a new `model_call_started` with a higher `attempt`: a client discards the partial text
-of lower attempts of the same `model_call`.
+history event); events from activities (a retry's `model_call_started`, deltas,
+`tool_progress`) go through the stream's de-duplicating signal, batched. A model call retried
+after a worker died mid-stream publishes a new `model_call_started` with a higher `attempt`: a
+client discards the partial text of lower attempts of the same `model_call`.
 """
 
 from __future__ import annotations
@@ -61,20 +61,35 @@ class RunStarted(EventBase):
     parent_workflow_id: str | None = None
 
 
+ModelPurpose = Literal["turn", "final_answer", "summary", "plan", "synthesis"]
+
+
 class ModelCallStarted(EventBase):
+    """Published by the workflow as it schedules a model call (attempt 1, each fallback
+    model), and by the `call_model` activity as a retried attempt starts. A
+    `model_call_started` for a `(turn, model_call, purpose)` that already
+    started voids the text and reasoning deltas received for it so far: the call starts
+    over."""
+
     type: Literal["model_call_started"] = "model_call_started"
     model_call: int
-    """The model call's number in the run (1-based)."""
+    """The loop iteration the call belongs to (1-based; the `turn` of the run's model calls
+    in its result). With `purpose` it names the call: a summary shares its iteration."""
     attempt: int = 1
-    """The activity attempt; a higher attempt voids the deltas of lower ones."""
+    """The activity attempt (a retry after a failure or a worker that died mid-stream: 2, ...);
+    the deltas of a lower attempt of the same call are void."""
     model: str | None = None
+    purpose: ModelPurpose = "turn"
 
 
 class TextDelta(EventBase):
+    """A piece of the reply's text, in order (pieces that arrived within one batch, joined)."""
+
     type: Literal["text_delta"] = "text_delta"
     model_call: int
     attempt: int = 1
     text: str
+    purpose: ModelPurpose = "turn"
 
 
 class ReasoningDelta(EventBase):
@@ -82,12 +97,18 @@ class ReasoningDelta(EventBase):
     model_call: int
     attempt: int = 1
     text: str
+    purpose: ModelPurpose = "turn"
 
 
 class ModelCallFinished(EventBase):
+    """Published by the workflow once the call's reply is recorded: the reply is final."""
+
     type: Literal["model_call_finished"] = "model_call_finished"
     model_call: int
     model: str | None = None
+    purpose: ModelPurpose = "turn"
+    text: str | None = None
+    """The reply's text, shortened for display (the deltas carry it whole)."""
     usage: TokenUsage = TokenUsage()
     tool_calls: int = 0
     """How many tool calls the reply asked for."""
@@ -109,7 +130,7 @@ class ToolProgress(EventBase):
 class ToolCallFinished(EventBase):
     type: Literal["tool_call_finished"] = "tool_call_finished"
     tool: str
-    status: Literal["ok", "error", "rejected", "timed_out", "cancelled"]
+    status: Literal["ok", "error", "rejected", "denied", "timed_out", "cancelled"]
     observation: str
     """The observation the model reads, shortened for display."""
 
@@ -201,6 +222,54 @@ class RunFinished(EventBase):
     answer: str | None = None
 
 
+class RunFailed(EventBase):
+    """The run (or a session's turn) failed or was cancelled: no `run_finished` follows."""
+
+    type: Literal["run_failed"] = "run_failed"
+    error: str
+    error_type: str | None = None
+    cancelled: bool = False
+
+
+class TurnStarted(EventBase):
+    """A session started a turn (on the session's stream). An inline turn's events follow on
+    the same stream, carrying `turn`; a child turn (`turns: child`) publishes them on its own
+    run's stream, `child_workflow_id`."""
+
+    type: Literal["turn_started"] = "turn_started"
+    message: str
+    """The user's message, shortened for display."""
+    by: str | None = None
+    child_workflow_id: str | None = None
+
+
+class TurnMoved(EventBase):
+    """A session's inline turn outgrew the session's history: the rest of it runs as the child
+    run `child_workflow_id`, whose own stream carries its events from here on (as a child
+    turn's; its `turn_finished` comes on the session's stream as usual)."""
+
+    type: Literal["turn_moved"] = "turn_moved"
+    child_workflow_id: str
+
+
+class TurnFinished(EventBase):
+    """A session's turn ended (answered, stopped at a limit, failed or cancelled)."""
+
+    type: Literal["turn_finished"] = "turn_finished"
+    stop_reason: StopReason | None = None
+    answer: str | None = None
+    error: str | None = None
+    child_workflow_id: str | None = None
+
+
+class SessionEnded(EventBase):
+    """The session closed (signal `end`, everything queued answered): nothing follows."""
+
+    type: Literal["session_ended"] = "session_ended"
+    turns: int
+    reason: str | None = None
+
+
 AgentEvent = Annotated[
     RunStarted
     | ModelCallStarted
@@ -220,7 +289,12 @@ AgentEvent = Annotated[
     | SubagentStarted
     | SubagentFinished
     | LimitReached
-    | RunFinished,
+    | RunFinished
+    | RunFailed
+    | TurnStarted
+    | TurnMoved
+    | TurnFinished
+    | SessionEnded,
     Field(discriminator="type"),
 ]
 """Any event of the stream."""
@@ -228,5 +302,15 @@ AgentEvent = Annotated[
 AGENT_EVENT = TypeAdapter(AgentEvent)
 """Reads one event from JSON or a dict: `AGENT_EVENT.validate_python(item)`."""
 
-TERMINAL_EVENT_TYPES = frozenset({"run_finished"})
-"""Event types after which a run's stream has nothing more (SSE readers end there)."""
+TERMINAL_EVENT_TYPES = frozenset({"run_finished", "run_failed"})
+"""Event types after which a run's stream has nothing more (SSE readers end there). A
+session's stream carries one `run_finished` per inline turn (with `turn` set) and ends only
+at `SESSION_TERMINAL_EVENT_TYPES`."""
+
+SESSION_TERMINAL_EVENT_TYPES = frozenset({"session_ended"})
+"""Event types after which a session's stream has nothing more."""
+
+CHILD_TURN_EVENT_TYPES = frozenset({"turn_started", "turn_moved"})
+"""A session's events that may name the child run whose stream carries the turn's events
+from there on (`child_workflow_id`): `turns: child`, or an inline turn that outgrew the
+session."""

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contracts.agent_result import StopReason
-from contracts.agent_status import AgentStatus, Phase
+from contracts.agent_status import AgentStatus, Phase, RunningCall
 from contracts.approvals import PendingRequest
 from contracts.scratchpad import Scratchpad
 from loop.plan import MARKS
 from loop.review_display import markdown_pending, markdown_text
-from loop.summaries import plural
+from loop.summaries import plural, shorten
 
 RECENT_STEPS_IN_STATUS = 5
 
@@ -34,8 +34,9 @@ def run_status(
     max_iterations: int,
     stop_reason: StopReason | None,
     pending: Sequence[PendingRequest],
+    running: Sequence[RunningCall] = (),
 ) -> AgentStatus:
-    """A snapshot of the run."""
+    """A snapshot of the run (`running`: the tool calls running now)."""
     return AgentStatus(
         phase=visible_phase(phase, bool(pending)),
         iteration=pad.iteration,
@@ -48,7 +49,22 @@ def run_status(
         pending=list(pending),
         steering=pad.steering,
         plan=pad.plan,
+        running=list(running),
     )
+
+
+def running_line(calls: Sequence[RunningCall]) -> str | None:
+    """`running now: calculator (call_1), fetch (call_2: 40% page 2 of 5)`, or None."""
+    if not calls:
+        return None
+    shown = []
+    for call in calls:
+        progress = call.progress or ""
+        if call.fraction is not None:
+            progress = f"{round(call.fraction * 100)}% {progress}".strip()
+        detail = f"{call.call_id}: {shorten(progress, 80)}" if progress else call.call_id
+        shown.append(f"{markdown_text(call.tool)} ({markdown_text(detail)})")
+    return "running now: " + ", ".join(shown)
 
 
 def current_details(status: AgentStatus) -> str:
@@ -83,6 +99,9 @@ def current_details(status: AgentStatus) -> str:
                 for i, (step, state) in enumerate(steps, start=1)
             )
         )
+    running = running_line(status.running)
+    if running:
+        lines.append(running)
     if status.steering:
         lines.append(f"{len(status.steering)} steering message(s) for the model's next call")
     lines += [markdown_pending(request, plan_above=plan is not None) for request in status.pending]

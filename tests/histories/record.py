@@ -28,7 +28,9 @@ import tests.agent_test_tools  # noqa: F401  (registers the test tools)
 from activities.mcp_config import parse_mcp_config
 from activities.mcp_servers import McpServers
 from activities.openai_model import OpenAIChatModel
+from contracts.events import TERMINAL_EVENT_TYPES
 from loop.plan import PLANNER_PROMPT
+from runtime.event_stream import follow_events
 from testkit import fake_openai as fake
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
@@ -106,6 +108,32 @@ async def local_tools(client: Client, queue: str, model: fake.FakeOpenAIServer) 
     )
     await handle.result()
     return handle
+
+
+async def streamed(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A run followed live on its event stream: the model's deltas (the stream's publish
+    signals), a follower's polls (updates), an approval, each model call announced by the
+    workflow."""
+    model.enqueue(
+        fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}, id="w1")),
+        fake.streamed("Written, and this answer streamed in pieces.", piece_chars=5),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "write s", "tools": ["write_file"], "stream_deltas": True},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    following = asyncio.create_task(collect_events(client, WORKFLOW_ID))
+    await wait_for_pending(handle)
+    await handle.signal("approve", {"call_id": "w1", "by": "ana"})
+    await following
+    await handle.result()
+    return handle
+
+
+async def collect_events(client: Client, workflow_id: str) -> list[Any]:
+    return [e async for e in follow_events(client, workflow_id, stop_at=TERMINAL_EVENT_TYPES)]
 
 
 async def approval(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
@@ -328,6 +356,7 @@ SCENARIOS: dict[str, Scenario] = {
     "sub_agent": sub_agent,
     "plan_and_execute": plan_and_execute,
     "mcp_tool": mcp_tool,
+    "streamed": streamed,
 }
 
 

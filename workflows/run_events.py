@@ -1,0 +1,147 @@
+"""`RunEvents`: how workflow code publishes a run's or a session's events (`contracts.events`) on
+its `temporalio.contrib.workflow_streams.WorkflowStream`, topic `events`.
+
+The stream is built in the workflow's `@workflow.init` `__init__` (the SDK checks the caller),
+from the state the previous run carried across continue-as-new (`carried_stream_state`):
+
+    self.stream = WorkflowStream(prior_state=carried_stream_state(raw_input))
+    self.events = RunEvents(self.stream)
+
+Publishing in workflow code appends to the stream's log in workflow memory: no command, no
+history event, and replay rebuilds the same log in the same order (events from activities
+arrive as the stream's signals, which history keeps). A subscriber's poll is an update whose
+completion records the items it returns; that is the stream's only history cost besides the
+activities' batches.
+
+An event that cannot be built (a bug) is logged and dropped: an event never fails a run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+
+with workflow.unsafe.imports_passed_through():
+    from contracts.events import EVENTS_TOPIC, EventBase
+    from contracts.stream_state import read_stream_state
+    from workflows.refusals import read_payload
+
+E = TypeVar("E", bound=EventBase)
+
+POLL_HANDLER = "__temporal_workflow_stream_poll"
+"""The stream's long-poll update: a subscriber waiting, not work of the run's own."""
+PROGRESS_SCAN = 2_000
+"""How far back (items) `progress_of` looks for a running call's latest `tool_progress`."""
+
+
+def carried_stream_state(raw_input: Any) -> WorkflowStreamState | None:
+    """The stream state a continued run's input carries (its `stream` field), or None: on a
+    fresh start (a client cannot hand a run a stream), or when the input cannot be read (the
+    run refuses it later, naming the problem; an unreadable state only costs the old events)."""
+    if workflow.info().continued_run_id is None:
+        return None
+    try:
+        payload = read_payload(raw_input, max_bytes=None, missing={})
+        return read_stream_state(payload.get("stream") if isinstance(payload, dict) else None)
+    except Exception as error:  # never fail the workflow task over old events
+        workflow.logger.warning("the carried event stream could not be read: %s", error)
+        return None
+
+
+def handlers_finished_but_polls() -> bool:
+    """Whether every signal and update handler has finished except the stream's waiting polls
+    (subscribers): what a workflow checks before it may continue-as-new. With no subscriber
+    this is `workflow.all_handlers_finished()`."""
+    if workflow.all_handlers_finished():
+        return True
+    instance: Any = workflow._Runtime.current()  # the SDK's own bookkeeping of handlers
+    updates = getattr(instance, "_in_progress_updates", None)
+    signals = getattr(instance, "_in_progress_signals", None)
+    if not isinstance(updates, dict) or not isinstance(signals, dict):
+        return False
+    return not signals and all(h.name == POLL_HANDLER for h in updates.values())
+
+
+class RunEvents:
+    """Publishes events for one run or one session turn (`turn`) on a workflow's stream."""
+
+    def __init__(self, stream: WorkflowStream | None, turn: int | None = None) -> None:
+        self._stream = stream
+        self._topic = stream.topic(EVENTS_TOPIC) if stream is not None else None
+        self.turn = turn
+        """The session turn the events carry (None: not a session's turn)."""
+
+    @classmethod
+    def off(cls) -> RunEvents:
+        """Events that go nowhere (a loop hosted without a stream)."""
+        return cls(None)
+
+    def for_turn(self, turn: int | None) -> RunEvents:
+        """The same stream, for a session's turn `turn`."""
+        return RunEvents(self._stream, turn)
+
+    def emit(self, kind: type[E], /, **fields: Any) -> None:
+        """Publish one event of `kind`; `workflow_id`, `at` (workflow time) and `turn` are
+        filled in unless given."""
+        if self._topic is None:
+            return
+        try:
+            fields.setdefault("workflow_id", workflow.info().workflow_id)
+            fields.setdefault("at", workflow.now())
+            fields.setdefault("turn", self.turn)
+            self._topic.publish(kind(**fields))
+        except Exception as error:  # an event never fails a run (or its workflow task)
+            workflow.logger.warning("event %s not published: %s", kind.__name__, error)
+
+    # -- continue-as-new and the end --------------------------------------------------------
+
+    def state(self) -> WorkflowStreamState | None:
+        """What the next run takes (`prior_state`), after `detach`."""
+        return self._stream.get_state() if self._stream is not None else None
+
+    def detach(self) -> None:
+        """Release waiting subscribers (they follow to the next run, or read the closed run
+        by query) and refuse new polls on this run."""
+        if self._stream is not None:
+            self._stream.detach_pollers()
+
+    async def close(self) -> None:
+        """Before the workflow returns or continues-as-new: release the subscribers and wait
+        until every handler has finished."""
+        self.detach()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    # -- what the status shows of running calls ---------------------------------------------
+
+    def progress_of(self, call_ids: set[str]) -> dict[str, tuple[str, float | None]]:
+        """The latest `tool_progress` (message, fraction) of each of `call_ids` in the stream
+        (published by their activities), newest first; read when `status` asks."""
+        found: dict[str, tuple[str, float | None]] = {}
+        log = getattr(self._stream, "_log", None)
+        if not call_ids or not isinstance(log, list):
+            return found
+        converter = workflow.payload_converter()
+        for item in reversed(log[-PROGRESS_SCAN:]):
+            if item.topic != EVENTS_TOPIC:
+                continue
+            try:
+                event = converter.from_payload(item.data)
+                if isinstance(event, str | bytes):
+                    event = json.loads(event)
+            except Exception:
+                continue
+            if not isinstance(event, dict) or event.get("type") != "tool_progress":
+                continue
+            call_id = event.get("call_id")
+            if call_id in call_ids and call_id not in found:
+                fraction = event.get("fraction")
+                found[call_id] = (
+                    str(event.get("message", "")),
+                    float(fraction) if isinstance(fraction, int | float) else None,
+                )
+                if len(found) == len(call_ids):
+                    break
+        return found
