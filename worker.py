@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING
 
 from activities.mcp_config import load_mcp_config
 from contracts.policy import WorkerPolicy
+from runtime import search_attributes
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.log_format import configure_logging
 from runtime.models import chat_model_for
+from runtime.payload_store import THRESHOLD, external_storage, store_spec
 from runtime.settings import AgentSettings, SettingsError
 from runtime.temporal_client import DEFAULT_ADDRESS, connect_with_settings, load_connection
 from runtime.tracing import tracing_interceptors
-from runtime.workers import build_workers
+from runtime.workers import WorkerTuning, build_workers, deployment_config
 from tools.catalog import CATALOG, REGISTRY
 from tools.memory_store import MemoryStore, open_memory_store
 
@@ -115,13 +117,27 @@ async def serve(settings: AgentSettings) -> None:
             )
             connection = connection.with_target(address=server.address)
             ui_url = server.ui_url
+    resources = contextlib.AsyncExitStack()  # the payload store's client
     address = connection.address or DEFAULT_ADDRESS
     reused = not configured and server is None
     memory: MemoryStore | None = None
     try:
+        store = store_spec(settings.payload_store, server_configured=configured)
+        storage = await resources.enter_async_context(external_storage(store))
         client = await connect_with_settings(
-            settings, connection, interceptors=tracing_interceptors(settings)
+            settings,
+            connection,
+            interceptors=tracing_interceptors(settings),
+            external_storage=storage,
         )
+        if store.on:
+            log.info(
+                "payloads of %d KiB or more are stored outside history in %s (every worker, "
+                "`agent` command and codec server needs AGENT_PAYLOAD_STORE=%s)",
+                THRESHOLD // 1024,
+                store.describe(),
+                store.describe(),
+            )
         if settings.payload_key:
             log.info(
                 "payloads are encrypted (key id %r): decode them with `python -m "
@@ -155,13 +171,26 @@ async def serve(settings: AgentSettings) -> None:
             client,
             task_queue=settings.task_queue,
             model=model,
-            catalog=CATALOG,
+            catalog=CATALOG.with_search_attributes(await search_attributes.ensure(client)),
             workspace=settings.workspace.resolve(),
             drain_seconds=settings.drain_seconds,
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),
             mcp=mcp,
             memory=memory,
+            tuning=WorkerTuning(cache_affinity=settings.cache_affinity),
+            deployment=deployment_config(settings),
+            large_payloads=store.on,
         )
+        if settings.deployment_name is not None:
+            log.info(
+                "Worker Deployment %s, build id %s (AgentWorkflow pinned, SessionWorkflow "
+                "auto-upgrade): make it current with `temporal worker deployment "
+                "set-current-version --deployment-name %s --build-id %s`",
+                settings.deployment_name,
+                settings.build_id,
+                settings.deployment_name,
+                settings.build_id,
+            )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -195,6 +224,7 @@ async def serve(settings: AgentSettings) -> None:
     finally:
         if memory is not None:  # after the workers drained
             await memory.close()
+        await resources.aclose()
         if server is not None:
             server.stop()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import (
@@ -30,6 +31,7 @@ from cli.outcome import RunOutcome
 from cli.progress import Answerer, Console, ProgressView, Watcher, user_reason
 from contracts.agent_result import AgentResult
 from contracts.session import RunningTurn, SessionStatus, TurnResult
+from loop.summaries import first_line
 
 SESSION_TYPE = "SessionWorkflow"
 END_COMMANDS = ("/end",)
@@ -37,15 +39,23 @@ QUIT_COMMANDS = ("/quit", "/exit")
 
 
 async def send(
-    client: Client, session_id: str, task_queue: str, text: str, by: str | None
+    client: Client,
+    session_id: str,
+    task_queue: str,
+    text: str,
+    by: str | None,
+    memo: Mapping[str, Any] | None = None,
 ) -> WorkflowUpdateHandle[TurnResult]:
-    """Send one message, starting the session if needed; returns once it is accepted."""
+    """Send one message, starting the session if needed (with `memo`, when it starts: what
+    started it); returns once it is accepted."""
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         SESSION_TYPE,
         {},
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        memo=memo,
+        static_summary=first_line(text),  # kept only when this starts it
     )
     try:
         return await client.start_update_with_start_workflow(
@@ -90,7 +100,7 @@ def turn_watcher(
     """Follow the turn: a child turn as a run of its own, an inline turn through its session
     (`turn_status`) until the update answers. Approvals go to `workflow_id` either way."""
     if not turn.inline:
-        return Watcher(handle, view, answerer)
+        return Watcher(handle, view, answerer, from_start=True)
     ending = turn_outcome(turn.workflow_id, answered)
     return Watcher(handle, view, answerer, status_query="turn_status", ending=ending)
 

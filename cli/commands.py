@@ -46,7 +46,9 @@ from contracts.agent_input import AgentInput
 from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.approvals import PendingRequest
+from contracts.payload_limits import limits_context_of
 from loop.output import schema_problem
+from loop.summaries import first_line
 from loop.validation_errors import describe_validation_error
 
 WORKFLOW_TYPE = "AgentWorkflow"
@@ -101,9 +103,10 @@ def parse_json_object(text: str, option: str) -> dict[str, Any]:
     return value
 
 
-def build_input(args: argparse.Namespace) -> dict[str, Any]:
+def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[str, Any]:
     """The workflow input: `--input-json` fields, overridden by the explicit options, checked
-    against `AgentInput` here so a typo fails before anything starts. Only the given fields
+    against `AgentInput` here so a typo fails before anything starts (with the raised size
+    limits when the worker stores large payloads: `payload_store`). Only the given fields
     are sent, so the worker's defaults (its model, every tool) still apply."""
     payload = parse_json_object(args.input_json, "--input-json") if args.input_json else {}
     payload["prompt"] = args.prompt
@@ -120,7 +123,7 @@ def build_input(args: argparse.Namespace) -> dict[str, Any]:
             raise CliError(f"--output-schema: not a valid JSON Schema: {problem}")
         payload["output_schema"] = schema
     try:
-        AgentInput.model_validate(payload)
+        AgentInput.model_validate(payload, context=limits_context_of(payload_store))
     except ValidationError as error:
         raise CliError(f"invalid input: {describe_validation_error(error)}") from None
     return payload
@@ -131,8 +134,9 @@ def _cell(value: Any) -> str:
     return render.shorten(text, 200).replace("|", "\\|")
 
 
-def run_details(payload: dict[str, Any], by: str | None) -> str:
-    """The run's static details for the Web UI: the prompt and the settings, in Markdown."""
+def run_details(payload: dict[str, Any], by: str | None, via: str = "`agent run`") -> str:
+    """The run's static details for the Web UI: the prompt and the settings, in Markdown;
+    `via` says what started it."""
     prompt = render.shorten(payload["prompt"], DETAILS_PROMPT_CHARS, one_line=False)
     rows = [
         ("model", payload.get("model") or "worker default"),
@@ -147,15 +151,19 @@ def run_details(payload: dict[str, Any], by: str | None) -> str:
     who = f" by {by}" if by else ""
     return (
         f"**Prompt**\n\n{prompt}\n\n| setting | value |\n| --- | --- |\n{table}\n\n"
-        f"Started{who} with `agent run`."
+        f"Started{who} with {via}."
     )
 
 
 # -- following runs ----------------------------------------------------------------------------
 
 
-async def follow(handle: RunHandle, ctx: Context, args: argparse.Namespace) -> int:
-    """The live view until the run ends; exit code from how it ended (130 on Ctrl-C)."""
+async def follow(
+    handle: RunHandle, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
+) -> int:
+    """The live view until the run ends; exit code from how it ended (130 on Ctrl-C).
+    `from_start`: the run was just started here, its stream is read from its first event
+    (else from where it is now)."""
     console = ctx.console()
     view = ProgressView(console, handle.id, ctx.prefix)
     answerer = (
@@ -163,7 +171,7 @@ async def follow(handle: RunHandle, ctx: Context, args: argparse.Namespace) -> i
         if args.no_input
         else Answerer(handle, console, LineReader(), by=args.by, prefix=ctx.prefix)
     )
-    outcome = await Watcher(handle, view, answerer).follow()
+    outcome = await Watcher(handle, view, answerer, from_start=from_start).follow()
     if outcome is None:
         console.close_prompt()
         console.line(
@@ -179,7 +187,7 @@ async def follow(handle: RunHandle, ctx: Context, args: argparse.Namespace) -> i
 
 async def run(args: argparse.Namespace, ctx: Context) -> int:
     """`agent run PROMPT`: start a run, then follow it (unless --no-wait)."""
-    payload = build_input(args)
+    payload = build_input(args, ctx.target.payload_store)
     client = await connect(ctx.target)
     workflow_id = args.id or f"agent-{uuid.uuid4().hex[:10]}"
     try:
@@ -188,7 +196,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
             payload,
             id=workflow_id,
             task_queue=ctx.target.task_queue,
-            static_summary=render.shorten(args.prompt, SUMMARY_CHARS),
+            static_summary=first_line(args.prompt, SUMMARY_CHARS),
             static_details=run_details(payload, args.by),
             result_type=AgentResult,
         )
@@ -215,7 +223,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
         f"started {workflow_id} on task queue {ctx.target.task_queue} · "
         f"model {payload.get('model') or 'worker default'} · {tools}"
     )
-    return await follow(handle, ctx, args)
+    return await follow(handle, ctx, args, from_start=True)
 
 
 async def watch(args: argparse.Namespace, ctx: Context) -> int:

@@ -1,5 +1,10 @@
 """The answer as it is written: the text a running model call has streamed so far.
 
+`StreamText` reads it from the run's event stream (`text_delta` events, published by the
+`call_model` activity in batches as the reply streams): what `agent run`, `watch` and `chat`
+print. `LiveText` reads heartbeats instead, for a run that has no stream (a worker from before
+the stream):
+
 The `call_model` activity heartbeats a `ModelProgress` (characters received, the tail of the
 text, the tool call being written). The server keeps the last heartbeat's details with the
 pending activity, so `describe()` shows them, as the Web UI and `temporal workflow describe` do;
@@ -16,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from contracts.events import AgentEvent, ModelCallFinished, ModelCallStarted, TextDelta
 from contracts.model_io import CALL_MODEL_ACTIVITY, ModelProgress
 
 GAP = "…"
@@ -54,9 +60,9 @@ async def model_calls_in_flight(handle: Any) -> list[LiveCall]:
 
 @dataclass(frozen=True)
 class Output:
-    """`text`: append to the live text; `line`: a line of its own."""
+    """`text`: append to the live text; `line`: a line of its own; `end`: the live text ends."""
 
-    kind: Literal["text", "line"]
+    kind: Literal["text", "line", "end"]
     value: str
 
 
@@ -89,3 +95,41 @@ class LiveText:
             self.tools.add(progress.tool)
             out.append(Output("line", f"  … writing a call to {progress.tool}"))
         return out
+
+
+@dataclass
+class StreamText:
+    """What to print of the run's event stream as the model writes: each `text_delta` as it
+    comes, a line when a call starts over (another `model_call_started` for the same call: a
+    retried attempt or the next fallback model; its earlier text is void), and the end of the
+    live text when the call's reply is recorded (`model_call_finished`)."""
+
+    call: tuple[int | None, int, str] | None = None
+    attempt: int = 0
+
+    def update(self, event: AgentEvent) -> list[Output]:
+        match event:
+            case ModelCallStarted():
+                call = (event.turn, event.model_call, event.purpose)
+                again = call == self.call
+                self.call, self.attempt = call, event.attempt
+                if not again:
+                    return []
+                why = (
+                    f"retried (attempt {event.attempt})"
+                    if event.attempt > 1
+                    else "sent to the next model"
+                )
+                return [Output("line", f"  ↻ model call {why}; it starts over")]
+            case TextDelta():
+                call = (event.turn, event.model_call, event.purpose)
+                if call != self.call:  # (its start was not seen: the view began after it)
+                    self.call, self.attempt = call, event.attempt
+                if event.attempt < self.attempt:  # a late piece of a void attempt
+                    return []
+                return [Output("text", event.text)]
+            case ModelCallFinished():
+                self.call, self.attempt = None, 0
+                return [Output("end", "")]
+            case _:
+                return []

@@ -1,12 +1,15 @@
 """The live view of a run: new turns, tool steps, tokens and pending requests as they happen,
 with approvals and questions answered inline.
 
-It polls the workflow's `status` query (a few times a second: queries are cheap and leave no
-trace in history) while a second task waits for the workflow result, so the view ends the
-moment the run does. While the model is asked, it also reads the model call's heartbeat details
-(`describe()`) and prints the answer as it is written (`cli/live_text.py`). Answers go back
-through the `decide` update (refusals come back as errors) and the `reply` signal. Ctrl-C only
-detaches: the run is durable and goes on without us.
+It reads the run's event stream (`runtime.event_stream`, through the stream's poll query: a
+read leaves no trace in history) a few times a second while a second task waits for the
+workflow result, so the view ends the moment the run does. `text_delta` events print the answer
+as it is written (`cli/live_text.py`); any other event (a step started or finished, a request
+for a person, the plan) makes it ask the `status` query once for the state it shows, and a
+slow status poll backs the stream up. A run without a stream (started on a worker from before
+it) is followed as before: the status query and the model call's heartbeats (`describe()`).
+Answers go back through the `decide` update (refusals come back as errors) and the `reply`
+signal. Ctrl-C only detaches: the run is durable and goes on without us.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, TextIO, TypeVar
 
 from temporalio.client import (
     RPCTimeoutOrCancelledError,
+    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
@@ -28,19 +32,26 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from cli import render
+from cli import client_tools, render
 from cli.connection import QUERY_TIMEOUT, RunHandle, explain_rpc
 from cli.lines import LineReader
-from cli.live_text import LiveCall, LiveText, model_calls_in_flight
+from cli.live_text import LiveCall, LiveText, Output, StreamText, model_calls_in_flight
 from cli.outcome import RunOutcome, await_outcome
 from contracts.agent_result import ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
+from contracts.events import AgentEvent
 from contracts.plan import PlanState
 from contracts.request_kind import RequestKind
 from loop.plan import checklist
+from runtime.event_stream import OFFSET_QUERY, read_handle_events
 
 POLL_SECONDS = 0.3
+STATUS_BACKSTOP_SECONDS = 3.0
+"""With the stream quiet, the status is still asked this often (a session's child turn, whose
+events are on the child's own stream, changes the session's state without an event)."""
+LIVE_EVENT_TYPES = frozenset({"model_call_started", "text_delta", "reasoning_delta"})
+"""Events that only the live text shows: no reason to ask for the status."""
 DECIDE_TIMEOUT_SECONDS = 15.0
 """How long a decision may wait for a worker to accept it before the CLI gives up waiting."""
 T = TypeVar("T")
@@ -157,7 +168,9 @@ class Answerer:
     async def ask(self, request: PendingRequest) -> None:
         """Ask until the request is answered, skipped, or stdin ends."""
         self.lines.discard_typed_ahead()
-        if request.kind is RequestKind.QUESTION:
+        if request.kind is RequestKind.CLIENT_TOOL:
+            await client_tools.answer(self, request, self.console.line, user_reason)
+        elif request.kind is RequestKind.QUESTION:
             await self._ask_question(request)
         else:
             await self._ask_approval(request)
@@ -282,6 +295,7 @@ class ProgressView:
         self._shown: set[tuple[int, str]] = set()
         self._announced: set[str] = set()
         self._live = LiveText()
+        self._stream_text = StreamText()
         self._checklist: str | None = None
 
     def steps(self, steps: list[ToolStep]) -> None:
@@ -335,9 +349,19 @@ class ProgressView:
         if not calls:
             self.console.end_live()
             return
-        for output in self._live.update(calls[-1]):
+        self._print_live(self._live.update(calls[-1]))
+
+    def stream(self, events: list[AgentEvent]) -> None:
+        """The answer as the event stream carries it, piece by piece."""
+        for event in events:
+            self._print_live(self._stream_text.update(event))
+
+    def _print_live(self, outputs: list[Output]) -> None:
+        for output in outputs:
             if output.kind == "text":
                 self.console.live(output.value)
+            elif output.kind == "end":
+                self.console.end_live()
             else:
                 self.console.line(output.value)
 
@@ -363,6 +387,60 @@ def _install_sigint(callback: Callable[[], None]) -> bool:
     return False
 
 
+@dataclass
+class StreamWatch:
+    """A workflow's event stream, read through the stream's poll query (nothing is recorded in
+    the workflow's history, unlike a subscription's update polls): what is new at each look."""
+
+    handle: WorkflowHandle[Any, Any]
+    from_start: bool = False
+    """Read from the stream's first event, not from where it ended when the watch began."""
+    after: int | None = None
+    streamed: bool | None = None
+    """Whether the workflow has a stream (None: not known yet; False: a run from before it)."""
+
+    async def news(self) -> list[AgentEvent] | None:
+        """The events since the last look; None when the workflow has no stream or no worker
+        answered this time."""
+        if self.streamed is False:
+            return None
+        try:
+            if self.streamed is None and not self.from_start:
+                end: int = await self.handle.query(
+                    OFFSET_QUERY, result_type=int, rpc_timeout=QUERY_TIMEOUT
+                )
+                self.after = end - 1 if end > 0 else None
+            events, _ = await read_handle_events(self.handle, after=self.after)
+        except WorkflowQueryFailedError as error:
+            if self.streamed is None and "unknown" in str(error).lower():
+                self.streamed = False  # a run from before the stream: its status alone
+            return None
+        except (RPCError, RPCTimeoutOrCancelledError):
+            return None
+        self.streamed = True
+        if events:
+            self.after = events[-1].offset
+        return events
+
+
+@dataclass
+class StatusDue:
+    """When a follower asks for the `status` again: at its first look, whenever the stream
+    showed something besides the model's text (or could not be read), and at least every
+    `STATUS_BACKSTOP_SECONDS` (a session's child turn changes the session's state without an
+    event on the session's stream)."""
+
+    at: float = 0.0
+
+    def now(self, news: list[AgentEvent] | None) -> bool:
+        clock = asyncio.get_running_loop().time()
+        changed = news is None or any(e.type not in LIVE_EVENT_TYPES for e in news)
+        if not changed and clock < self.at:
+            return False
+        self.at = clock + STATUS_BACKSTOP_SECONDS
+        return True
+
+
 class Watcher:
     """Follows one run to its end (or until Ctrl-C), printing progress and asking about
     pending requests when an `Answerer` is given."""
@@ -377,10 +455,12 @@ class Watcher:
         live_text: bool = True,
         status_query: str = "status",
         ending: Awaitable[RunOutcome] | None = None,
+        from_start: bool = False,
     ) -> None:
         """`status_query` and `ending` follow something other than a run of its own: a
         session's inline turn is followed by the session's `turn_status` query until the turn's
-        `send` update answers."""
+        `send` update answers. `from_start`: read the stream from its first event (a run
+        started here), else from its end when the view starts."""
         self.handle = handle
         self.view = view
         self.answerer = answerer
@@ -393,6 +473,8 @@ class Watcher:
         self._ending: asyncio.Future[RunOutcome] | None = None
         self._status_query = status_query
         self._end = ending
+        self._watch = StreamWatch(handle, from_start=from_start)
+        self._status_due = StatusDue()
 
     async def follow(self) -> RunOutcome | None:
         """The run's outcome, or None when the user detached with Ctrl-C."""
@@ -402,15 +484,10 @@ class Watcher:
         detach = asyncio.create_task(self._detached.wait())
         try:
             while not ending.done() and not self._detached.is_set():
-                status = await self._until_stop(self._status())
-                if status is not None:
-                    self._show(status)
-                if self.live_text and (
-                    self.view.console.live_open or status is None or status.phase == "thinking"
-                ):
-                    calls = await self._until_stop(self._model_calls())
-                    if calls is not None:
-                        self.view.live(calls)
+                if self._watch.streamed is not False:
+                    await self._from_stream()
+                else:
+                    await self._from_polls()
                 await asyncio.wait(
                     {ending, detach}, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
                 )
@@ -420,11 +497,41 @@ class Watcher:
         finally:
             if installed:
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-            for task in (self._asking.task if self._asking else None, ending, detach):
+            asking = self._asking.task if self._asking else None
+            if asking is not None and self.answerer is not None and self.answerer.sending:
+                # A decision on its way when the run ended (it may be what ended it): let it
+                # finish and say how it went, rather than cut it off.
+                await asyncio.wait({asking}, timeout=DECIDE_TIMEOUT_SECONDS)
+            for task in (asking, ending, detach):
                 if task is not None and not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+
+    async def _from_stream(self) -> None:
+        """One look at the stream: print the new text; ask for the status when something else
+        happened (or the backstop is due)."""
+        events = await self._until_stop(self._watch.news())
+        if events is None:
+            return
+        if self._status_due.now(events):
+            status = await self._until_stop(self._status())
+            if status is not None:
+                self._show(status)
+        if self.live_text:
+            self.view.stream(events)
+
+    async def _from_polls(self) -> None:
+        """A run without a stream: its status, and its model call's heartbeats."""
+        status = await self._until_stop(self._status())
+        if status is not None:
+            self._show(status)
+        if self.live_text and (
+            self.view.console.live_open or status is None or status.phase == "thinking"
+        ):
+            calls = await self._until_stop(self._model_calls())
+            if calls is not None:
+                self.view.live(calls)
 
     async def _until_stop(self, work: Awaitable[T]) -> T | None:
         """`work`'s value, or None if the run ends or the user detaches first."""

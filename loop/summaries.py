@@ -37,6 +37,13 @@ def shorten(
     return text[: _longest_prefix(text, limit - size(marker), size)] + marker
 
 
+def first_line(text: str, limit: int = SUMMARY_MAX_CHARS) -> str:
+    """The first line of `text` that holds visible text, shortened: a run's static summary
+    (the Web UI shows it in the workflow list and on the run's page)."""
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    return shorten(line, limit)
+
+
 def _longest_prefix(text: str, room: int, size: Callable[[str], int]) -> int:
     """The length of the longest prefix of `text` whose size is at most `room` (`size` grows
     with the prefix; `text` itself is larger than `room`)."""

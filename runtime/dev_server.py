@@ -123,8 +123,12 @@ class DevServer:
         ready_timeout: float = 60.0,
         log_file: Path | None = None,
         ui_codec_endpoint: str | None = None,
+        extra_args: Sequence[str] = (),
     ) -> DevServer:
-        """Start the server and wait until its frontend port answers."""
+        """Start the server, the agent search attributes registered, and wait until its frontend
+        port answers (`extra_args`: more `temporal server start-dev` flags)."""
+        from runtime.search_attributes import dev_server_flags  # (this file also runs alone)
+
         db_file.parent.mkdir(parents=True, exist_ok=True)
         log_path = log_file or db_file.with_suffix(".log")
         command = [
@@ -139,7 +143,9 @@ class DevServer:
             str(ui_port),
             "--log-level",
             "warn",
+            *dev_server_flags(),
             *(["--ui-codec-endpoint", ui_codec_endpoint] if ui_codec_endpoint else []),
+            *extra_args,
         ]
         log = open(log_path, "ab")  # noqa: SIM115 (owned by Popen)
         process = subprocess.Popen(

@@ -51,23 +51,12 @@ from loop.session_details import send_command
 from runtime.dev_server import DevServer, is_listening, temporal_cli
 from runtime.temporal_client import connect
 from runtime.workers import build_workers
+from testkit.browser import CHROMIUM, CHROMIUM_ARGS
 from tools.catalog import CATALOG
 
 if TYPE_CHECKING:  # playwright itself is imported in run(), so a missing install reads clearly
     from playwright.async_api import Browser, Frame, Page
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Headless, and no background connections: this machine's closed network refuses them.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 VIEWPORT = {"width": 1400, "height": 900}
 TASK_QUEUE = "agents"
 NAMESPACE = "default"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,8 +22,9 @@ from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
 from cli import render
-from cli.live_text import LiveCall, LiveText, model_calls_in_flight
+from cli.live_text import LiveCall, LiveText, StreamText, model_calls_in_flight
 from contracts.agent_result import AgentResult
+from contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
 from contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
 from contracts.usage import TokenUsage
 from testkit import fake_openai as fake
@@ -288,3 +290,48 @@ async def read_until_text(stream: asyncio.StreamReader, text: str, timeout: floa
             assert piece, f"output ended before {text!r}: {seen.decode()}"
             seen += piece
     return seen.decode()
+
+
+def test_stream_text_prints_each_piece_and_voids_a_retried_attempt() -> None:
+    live = StreamText()
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def show(event: Any) -> list[tuple[str, str]]:
+        return [(o.kind, o.value) for o in live.update(event)]
+
+    base = {"workflow_id": "w", "at": at, "model_call": 1}
+    assert show(ModelCallStarted(**base)) == []
+    assert show(TextDelta(**base, text="Hel")) == [("text", "Hel")]
+    assert show(TextDelta(**base, text="lo")) == [("text", "lo")]
+    [(kind, line)] = show(ModelCallStarted(**base, attempt=2))
+    assert kind == "line" and "attempt 2" in line
+    assert show(TextDelta(**base, attempt=1, text="late")) == []  # the void attempt's piece
+    assert show(TextDelta(**base, attempt=2, text="Hello")) == [("text", "Hello")]
+    assert show(ModelCallFinished(**base)) == [("end", "")]
+    assert show(TextDelta(**{**base, "model_call": 2}, text="next")) == [("text", "next")]
+    [(kind, line)] = show(ModelCallStarted(**{**base, "model_call": 2}))  # the fallback model
+    assert kind == "line" and "next model" in line
+
+
+async def test_agent_run_prints_every_piece_from_the_stream(
+    agent: AgentHarness, temporal_env: WorkflowEnvironment
+) -> None:
+    """A long answer is printed whole as it streams: the stream carries every piece, where
+    heartbeats (about one a second, the last few hundred characters) would leave gaps (`…`)."""
+    cli = AgentCli.of(agent, temporal_env)
+    answer = "".join(f"piece {n:04d}; " for n in range(150))  # 1,650 characters
+    held_chars = 1_200
+    release = threading.Event()
+    agent.fake.enqueue(
+        fake.streamed(answer, piece_chars=10, hold_after=held_chars // 10 + 1, release=release)
+    )
+    process = await cli.spawn("run", "Stream a long answer", "--id", f"cli-long-{uuid.uuid4()}")
+    assert process.stdout is not None
+    seen = await read_until_text(process.stdout, answer[held_chars - 20 : held_chars])
+    release.set()
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err
+    assert held_chars > PROGRESS_TAIL_CHARS
+    live = seen.split("  ✎ ", 1)[1]
+    assert live.startswith(answer[:held_chars]), live[:300]
+    assert (seen + out.decode()).rstrip().endswith(answer.rstrip())

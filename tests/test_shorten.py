@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from activities.demo_model import DemoChatModel
 from contracts.messages import ChatMessage
 from contracts.model_io import ModelRequest, ToolSchema
-from loop.summaries import shorten
+from loop.summaries import first_line, shorten
 from loop.tokens import estimate_messages_tokens, estimate_text_tokens, estimate_tokens
 
 
@@ -82,3 +82,9 @@ async def test_the_demo_models_usage_is_the_shared_estimate(prompt: str) -> None
     assert reply.usage.prompt_tokens == estimate_messages_tokens(messages)
     assert reply.usage.completion_tokens == estimate_tokens(reply.as_message())
     assert reply.usage.total_tokens == reply.usage.prompt_tokens + reply.usage.completion_tokens
+
+
+def test_first_line_is_a_runs_summary() -> None:
+    assert first_line("\n  \nFix the login bug\nthen run the tests") == "Fix the login bug"
+    assert first_line("word " * 50, 20) == "word word word word…"
+    assert first_line("") == ""

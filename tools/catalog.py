@@ -13,7 +13,7 @@ registering into this one.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
@@ -25,6 +25,7 @@ from tools.builtin.current_time import current_time
 from tools.builtin.files import read_file
 from tools.builtin.final_answer import final_answer
 from tools.builtin.memory import forget, recall, remember
+from tools.builtin.weather import weather
 from tools.builtin.write_file import write_file
 from tools.definition import Tool
 from tools.outputs import OutputTypes
@@ -41,6 +42,7 @@ REGISTRY = ToolRegistry(
         remember,
         recall,
         forget,
+        weather,
     ]
 )
 
@@ -52,11 +54,16 @@ OUTPUT_TYPES = OutputTypes()
 @dataclass(frozen=True)
 class Catalog:
     """Everything a run may name: tools, output types (`output_type`), agent profiles
-    (`agents`)."""
+    (`agents`), and whether it may set the agent search attributes (`search_attributes`: the
+    worker's server has them registered; see `workflows.search_attributes`), and whether its
+    worker stores large payloads outside history (`large_payloads`: the raised limits of
+    `contracts.payload_limits` apply)."""
 
     tools: ToolRegistry
     output_types: OutputTypes
     agents: AgentProfiles
+    search_attributes: bool = False
+    large_payloads: bool = False
 
     def extended(
         self,
@@ -74,7 +81,17 @@ class Catalog:
             ToolRegistry([*self.tools.all(), *tools]),
             outputs,
             AgentProfiles([*self.agents.by_name().values(), *agents]),
+            self.search_attributes,
+            self.large_payloads,
         )
+
+    def with_search_attributes(self, enabled: bool = True) -> Catalog:
+        """This catalog, its runs keeping the agent search attributes (or not)."""
+        return replace(self, search_attributes=enabled)
+
+    def with_large_payloads(self, enabled: bool = True) -> Catalog:
+        """This catalog, its worker storing large payloads outside history (or not)."""
+        return replace(self, large_payloads=enabled)
 
 
 CATALOG = Catalog(REGISTRY, OUTPUT_TYPES, AGENT_PROFILES)
