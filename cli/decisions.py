@@ -17,6 +17,7 @@ from cli.commands import Context, parse_json_object, pending_requests
 from cli.connection import RunHandle, connect, describe, explain_rpc, is_running, status_name
 from cli.errors import OK, CliError
 from cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
+from contracts.approvals import HumanDecision
 from contracts.request_kind import RequestKind
 
 DIGEST = re.compile(r"[0-9a-f]{8,64}")
@@ -67,24 +68,31 @@ async def decide(
         payload["args"] = edited
     if digest is not None:
         payload["args_digest"] = await full_digest(handle, task_queue, args.call, digest)
-    try:
-        recorded = await send_decision(handle, payload)
-    except WorkflowUpdateFailedError as error:
-        raise CliError(
-            f"cannot {decision} {args.call!r} in {args.workflow_id}: {user_reason(error)}"
-        ) from None
-    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        raise CliError(
-            f"no worker took the decision on {args.call!r} within {DECIDE_TIMEOUT_SECONDS:g} s "
-            f"(is a worker polling task queue {task_queue!r}?); it may still apply when one does"
-        ) from None
-    except RPCError as error:
-        raise explain_rpc(error, args.workflow_id, f"cannot {decision} {args.call!r}") from None
+    recorded = await apply_decision(handle, task_queue, payload)
     if ctx.json:
         ctx.emit(recorded.model_dump(mode="json"))
     else:
         ctx.say(render.decision_line(recorded))
     return OK
+
+
+async def apply_decision(
+    handle: RunHandle, task_queue: str, payload: dict[str, Any]
+) -> HumanDecision:
+    """Send one `decide` update (`payload`: call_id, decision, ...): the recorded decision, or
+    a `CliError` naming the call and why it was refused (nothing entered history then)."""
+    call, decision = payload["call_id"], payload["decision"]
+    try:
+        return await send_decision(handle, payload)
+    except WorkflowUpdateFailedError as error:
+        raise CliError(f"cannot {decision} {call!r} in {handle.id}: {user_reason(error)}") from None
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        raise CliError(
+            f"no worker took the decision on {call!r} within {DECIDE_TIMEOUT_SECONDS:g} s "
+            f"(is a worker polling task queue {task_queue!r}?); it may still apply when one does"
+        ) from None
+    except RPCError as error:
+        raise explain_rpc(error, handle.id, f"cannot {decision} {call!r}") from None
 
 
 async def full_digest(handle: RunHandle, task_queue: str, call_id: str, digest: str) -> str:

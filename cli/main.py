@@ -7,6 +7,9 @@
     agent status ID / result ID
     agent chat SESSION                    talk with a SessionWorkflow, turn by turn
     agent eval SUITE.yaml                 run a suite of scenarios, score and chart them
+    agent mcp [--http --port N]           serve the agents to MCP clients
+    agent a2a [--port N]                  serve the agents over A2A
+    agent serve [--host H] [--port N]     the HTTP API (SSE), AG-UI and the web console
 
 Entry point of the `agent` console script (`cli.main:main`) and of `python -m cli.main`.
 Errors are one line on stderr (`agent: ...`) with a non-zero exit code, never a traceback
@@ -27,10 +30,13 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError
 
 from cli import chat, commands, decisions, steering
-from cli.connection import Target, explain_rpc
+from cli.connection import Target, explain_rpc, with_payload_stores
 from cli.errors import CLI_ERROR, DETACHED, CliError
 from cli.evaluation import command as evaluation
 from runtime.settings import AgentSettings, SettingsError
+from servers.a2a_gateway import command as a2a_gateway
+from servers.http_api import serve as http_serve
+from servers.mcp_gateway import command as mcp_gateway
 
 Handler = Callable[[argparse.Namespace, commands.Context], Coroutine[Any, Any, int]]
 
@@ -195,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = command("eval", evaluation.evaluate, "run a suite of scenarios and score them")
     evaluation.add_arguments(evaluate)
+
+    mcp = command("mcp", mcp_gateway.mcp, "serve the agents to MCP clients (stdio, or --http)")
+    mcp_gateway.add_arguments(mcp)
+    a2a = command("a2a", a2a_gateway.a2a, "serve the agents over the A2A protocol")
+    a2a_gateway.add_arguments(a2a)
+    serve = command("serve", http_serve.serve, "serve the HTTP API, AG-UI and the web console")
+    http_serve.add_arguments(serve)
     return parser
 
 
@@ -217,7 +230,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             AgentSettings.from_env(), args.address, args.namespace, args.task_queue
         )
         ctx = commands.Context(target, json=args.json)
-        return asyncio.run(handler(args, ctx))
+        return asyncio.run(with_payload_stores(handler(args, ctx)))
     except SettingsError as error:
         message, code = str(error), CLI_ERROR
     except CliError as error:
