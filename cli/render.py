@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cli import client_tools
 from contracts.agent_result import AgentResult, ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
@@ -85,6 +86,8 @@ def pending_block(
     line, the short ones (path, recipient, amount) first and in full, then each long one's size
     and first and last lines (`full`: all of it), then `hint` when something was cut.
     Invisible and control characters are shown escaped (`loop/review_display.py`)."""
+    if request.kind is RequestKind.CLIENT_TOOL:
+        return client_tools.pending_lines(request)
     if request.kind is RequestKind.QUESTION:
         question = escape_text(shorten(request.question or "", 200)) or short_args(request.args)
         return [f"  ? {escape_text(request.tool)} asks: {question} (call {request.call_id})"]
@@ -111,6 +114,8 @@ def answer_text(result: AgentResult) -> str:
 def answer_commands(prefix: str, workflow_id: str, request: PendingRequest) -> list[str]:
     """The `agent` commands that answer `request` from another shell."""
     wid, call = shlex.quote(workflow_id), shlex.quote(request.call_id)
+    if request.kind is RequestKind.CLIENT_TOOL:
+        return [request.command]  # the `temporal` CLI's: `agent` has no command of its own
     if request.kind is RequestKind.QUESTION:
         return [f"{prefix} reply {wid} {call} 'your answer'"]
     return [

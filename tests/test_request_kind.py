@@ -9,11 +9,13 @@ from loop import approvals
 
 def test_a_plan_is_decided_like_an_approval_and_a_question_by_a_reply() -> None:
     assert [k.decided_by for k in RequestKind] == [
-        RequestKind.APPROVAL, RequestKind.QUESTION, RequestKind.APPROVAL,
+        RequestKind.APPROVAL, RequestKind.QUESTION, RequestKind.APPROVAL, RequestKind.CLIENT_TOOL,
     ]  # fmt: skip
-    assert [k.answer_signal for k in RequestKind] == ["approve", "reply", "approve"]
-    assert [k.runs_on_approval for k in RequestKind] == [True, False, True]
-    assert [k.wanted for k in RequestKind] == ["an approval", "a reply", "an approval"]
+    assert [k.answer_signal for k in RequestKind] == ["approve", "reply", "approve", "tool_result"]
+    assert [k.runs_on_approval for k in RequestKind] == [True, False, True, False]
+    assert [k.wanted for k in RequestKind] == [
+        "an approval", "a reply", "an approval", "a tool result",
+    ]  # fmt: skip
 
 
 def test_the_json_is_the_string_it_always_was() -> None:

@@ -2,7 +2,8 @@
 updates and the `pending_approvals` query on every workflow that hosts an agent loop
 (`AgentWorkflow`, `SessionWorkflow`), and hands each to the workflow's `people`, a `People`.
 
-Signals `approve`, `reject`, `reply` and the update `decide` answer calls waiting for a person;
+Signals `approve`, `reject`, `reply` and the update `decide` answer calls waiting for a person,
+the update `tool_result` a call of a client-side tool;
 `edit_plan` replaces a plan waiting for approval; `steer` (signal or update) adds a message for
 the model's next call; `child_pending` is a sub-agent reporting its own pending calls. Each
 takes its payload raw (`workflows.refusals`): a signal that cannot apply is logged and ignored,
@@ -22,6 +23,7 @@ from temporalio.common import RawValue
 with workflow.unsafe.imports_passed_through():
     from contracts.agents import CHILD_PENDING_SIGNAL
     from contracts.approvals import HumanDecision, PendingRequest
+    from contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
     from workflows.refusals import NO_INPUT
 
 
@@ -41,6 +43,10 @@ class People(Protocol):
     def decide(self, raw: Any) -> HumanDecision: ...
 
     def validate_decide(self, raw: Any) -> None: ...
+
+    def tool_result(self, raw: Any) -> HumanDecision: ...
+
+    def validate_tool_result(self, raw: Any) -> None: ...
 
     def edit_plan(self, raw: Any) -> HumanDecision: ...
 
@@ -93,6 +99,18 @@ class PeopleHandlers:
     def validate_decide(self, raw: RawValue = NO_INPUT) -> None:
         """Refuse before anything enters history: unknown/decided ids, bad edited args, ..."""
         self.people.validate_decide(raw)
+
+    @workflow.update(name=CLIENT_TOOL_RESULT_UPDATE)
+    def tool_result(self, raw: RawValue = NO_INPUT) -> HumanDecision:
+        """`{"call_id", "result"}` or `{"call_id", "error"}`: the answer to a client tool call
+        (`client_tools`); returns the recorded answer."""
+        return self.people.tool_result(raw)
+
+    @tool_result.validator
+    def validate_tool_result(self, raw: RawValue = NO_INPUT) -> None:
+        """Refuse before anything enters history: unknown or answered call ids, a result that
+        breaks the tool's result_schema, ..."""
+        self.people.validate_tool_result(raw)
 
     @workflow.update(name="edit_plan")
     def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:

@@ -8,9 +8,10 @@ Agent profiles the run may hand work to are offered as tools too (see `workflows
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.model_io import ToolSchema
     from contracts.policy import WORKER_POLICY_ACTIVITY, WorkerPolicy
+    from loop.client_tools import client_tools_problem
     from loop.input_validation import outside_tools_problem
     from loop.output import (
         STOP_TOOLS_REPLACED_BY_OUTPUT,
@@ -39,12 +41,22 @@ with workflow.unsafe.imports_passed_through():
     from loop.policy import overridden_approvals
     from loop.tool_requests import ArgsSchema
     from tools.definition import Tool
+    from workflows.callees.activity import failure_detail
     from workflows.callees.agent_profile import AgentCallee
+    from workflows.callees.client_tool import ClientTool
+    from workflows.callees.code_mode import CodeMode
     from workflows.callees.local_tool import LocalTool
     from workflows.callees.mcp_tool import McpTool
     from workflows.callees.protocol import Callee
     from workflows.refusals import refuse
     from workflows.worker_catalog import worker_catalog
+
+if TYPE_CHECKING:
+    from workflows.human_gate import HumanGate
+    from workflows.tool_round import ToolRound
+
+RoundFor = Callable[[Sequence[Callee]], "ToolRound"]
+"""Makes a round of tools over some callees (code mode runs a script's calls in one)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class RunTools:
     unavailable: dict[str, str]
     """Why registered tools the run does not offer cannot be called (a clearer observation
     than "unknown tool" when the model calls one anyway)."""
+    inner: list[Callee] = field(default_factory=list)
+    """Callees reached only through another (a code-mode script's tools)."""
 
     @property
     def names(self) -> list[str]:
@@ -64,12 +78,20 @@ class RunTools:
     @property
     def outside_schemas(self) -> dict[str, ArgsSchema]:
         """Argument schemas of the callees the worker does not define (for edited approvals)."""
-        return {c.name: c.args_schema for c in self.callees if c.definition is None}
+        callees = [*self.callees, *self.inner]
+        return {c.name: c.args_schema for c in callees if c.definition is None}
 
 
-async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunTools:
-    """The run's callees: local tools, MCP tools, agent profiles; and `final_result` for a
-    typed answer (offered to the model, answered by the loop itself)."""
+async def prepare_tools(
+    params: AgentInput,
+    output: OutputSpec | None,
+    gate: HumanGate | None = None,
+    rounds: RoundFor | None = None,
+) -> RunTools:
+    """The run's callees: local tools, MCP tools, agent profiles, client tools (waiting in
+    `gate`); and `final_result` for a typed answer (offered to the model, answered by the loop
+    itself). In code mode the model is offered `run_code` alone, whose scripts call the others
+    in rounds made by `rounds`."""
     tools = local_tools(params, output)
     mcp_tools = await list_mcp_tools(params)
     await check_policy(params, tools)  # after the listing: recorded runs replay in this order
@@ -78,6 +100,15 @@ async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunToo
         *(McpTool(s) for s in mcp_tools),
         *(AgentCallee(p) for p in worker_catalog().agents.select(params.agents or [])),
     ]
+    if params.client_tools and gate is not None:
+        problem = client_tools_problem(params.client_tools, [c.name for c in callees])
+        if problem:
+            refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
+        callees.extend(ClientTool(spec, gate) for spec in params.client_tools)
+    inner: list[Callee] = []
+    if params.code_mode and rounds is not None:
+        code = CodeMode(callees, params.code_limits, rounds)
+        inner, callees = code.callees, [code]
     schemas = [c.schema() for c in callees]
     if output is not None and output.mode == "tool":
         schemas.append(final_result_tool(output))
@@ -88,7 +119,7 @@ async def prepare_tools(params: AgentInput, output: OutputSpec | None) -> RunToo
         for t in worker_catalog().tools.all()
         if t.options.requires_scope and t.name not in offered
     }
-    return RunTools(callees, schemas, unavailable)
+    return RunTools(callees, schemas, unavailable, inner)
 
 
 def local_tools(params: AgentInput, output: OutputSpec | None) -> list[Tool]:
@@ -132,7 +163,7 @@ async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
         if is_cancelled_exception(error):
             raise
         cause = error.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        detail = failure_detail(error)
         kind = cause.type if isinstance(cause, ApplicationError) else None
         raise ApplicationError(
             f"mcp_servers: the tools could not be listed: {detail}",

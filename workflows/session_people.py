@@ -85,6 +85,13 @@ class SessionPeople:
     def validate_decide(self, raw: Any) -> None:
         self._inline_loop().validate_decide(raw)
 
+    def tool_result(self, raw: Any) -> HumanDecision:
+        """An inline turn's client tool result; a child turn takes it at its own id."""
+        return self._inline_loop().tool_result(raw)
+
+    def validate_tool_result(self, raw: Any) -> None:
+        self._inline_loop().validate_tool_result(raw)
+
     def edit_plan(self, raw: Any) -> HumanDecision:
         return self._inline_loop().edit_plan(raw)
 

@@ -3,14 +3,24 @@ tools and MCP servers' tools): the activity's options, and how its failure reads
 
 A failure becomes an `Error: ...` observation (a timeout, the tool's own error, retries used
 up), unless the tool is set to stop the run (`on_error="stop"`).
+
+A timed-out attempt is not retried (seed 001: a tool that times out becomes `Error: timed out`
+for the agent; seed 003: a timeout is not a transport error, and retrying re-runs the slow
+logic), unless the tool opts in with `ToolOptions.retry_on_timeout`: then its observation names
+the attempts (`Error: timed out after 3 attempts of 30s`). A heartbeat timeout (the worker was
+lost mid-call) is still retried like a transport failure.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
+    FailureError,
     RetryState,
     TimeoutError,
     TimeoutType,
@@ -27,17 +37,49 @@ with workflow.unsafe.imports_passed_through():
     from workflows.callees.protocol import CallResult
 
 
+START_TO_CLOSE_TIMEOUT = "TemporalTimeout:StartToClose"
+"""How a retry policy's `non_retryable_error_types` names an attempt's start-to-close timeout
+(the server matches `TemporalTimeout:<timeout type>`; local activities do not honour it)."""
+
+
+def activity_retry_policy(options: ToolOptions) -> RetryPolicy:
+    """The retry policy a tool's activity is scheduled with: the tool's (`ToolOptions.
+    effective_retry_policy`), and a start-to-close timeout final unless the tool opts into
+    retrying it (`retry_on_timeout`).
+
+    Not behind a patch: the retry policy is an option of the scheduling command that replay
+    does not compare (Temporal lets an operator change it on a running activity too), so runs
+    recorded before replay as they ran; a call scheduled after the upgrade times out at once."""
+    policy = options.effective_retry_policy
+    if options.retry_on_timeout:
+        return policy
+    never = [*(policy.non_retryable_error_types or []), START_TO_CLOSE_TIMEOUT]
+    return dataclasses.replace(policy, non_retryable_error_types=never)
+
+
+def failure_detail(error: FailureError) -> str:
+    """What a failed activity or child workflow says went wrong: its cause's own message for an
+    application error, else the cause (or the error) as text."""
+    cause = error.cause
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+
+
 def tool_failure(error: ActivityError, options: ToolOptions) -> ToolFailure:
     """Read a failed tool activity into plain terms for the observation."""
     cause = error.cause
     if isinstance(cause, TimeoutError):
         limit = (
-            options.heartbeat_timeout
+            options.lost_worker_timeout
             if cause.type == TimeoutType.HEARTBEAT
             else options.start_to_close_timeout
         )
-        return ToolFailure("timeout", cause.message, timeout_seconds=limit.total_seconds())
-    message = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        attempts = 1
+        if options.retry_on_timeout and error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+            attempts = options.effective_retry_policy.maximum_attempts
+        return ToolFailure(
+            "timeout", cause.message, timeout_seconds=limit.total_seconds(), attempts=attempts
+        )
+    message = failure_detail(error)
     if isinstance(cause, ApplicationError) and cause.type == TOOL_ERROR:
         return ToolFailure("tool_error", message)
     if error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
@@ -58,8 +100,8 @@ async def run_activity(
         activity_input,
         result_type=ToolOutput,
         start_to_close_timeout=options.start_to_close_timeout,
-        heartbeat_timeout=options.heartbeat_timeout,
-        retry_policy=options.effective_retry_policy,
+        heartbeat_timeout=options.lost_worker_timeout,
+        retry_policy=activity_retry_policy(options),
         task_queue=options.task_queue,
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         summary=summary,

@@ -9,12 +9,11 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agents import AgentProfile, DelegateArgs
     from contracts.model_io import ToolSchema
     from loop.tool_requests import ArgsSchema
-    from tools.definition import Tool, ToolOptions
-    from workflows.callees.protocol import CallContext, CallResult
+    from workflows.callees.protocol import CallContext, CallResult, PlainCallee
     from workflows.delegation import agent_tool_schema, run_child
 
 
-class AgentCallee:
+class AgentCallee(PlainCallee):
     """A `Callee` for one agent profile."""
 
     def __init__(self, profile: AgentProfile) -> None:
@@ -25,20 +24,8 @@ class AgentCallee:
         return self._profile.name
 
     @property
-    def options(self) -> ToolOptions:
-        return ToolOptions()
-
-    @property
     def args_schema(self) -> ArgsSchema:
         return DelegateArgs
-
-    @property
-    def definition(self) -> Tool | None:
-        return None
-
-    @property
-    def asks_user(self) -> bool:
-        return False
 
     def schema(self) -> ToolSchema:
         return agent_tool_schema(self._profile)

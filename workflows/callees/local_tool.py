@@ -87,6 +87,7 @@ class LocalTool:
             idempotency_key=context.idempotency_key,
             max_output_chars=context.params.max_observation_chars,
             scope=context.params.memory_scope,
+            turn=context.params.session.turn if context.params.session else None,
         )
         summary = tool_call_summary(context.args)
         try:

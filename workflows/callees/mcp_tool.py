@@ -13,9 +13,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.model_io import ToolSchema
     from loop.summaries import shorten, tool_call_summary
     from loop.tool_requests import ArgsSchema
-    from tools.definition import Tool, ToolOptions
+    from tools.definition import ToolOptions
     from workflows.callees.activity import activity_result, failed_result, run_activity
-    from workflows.callees.protocol import CallContext, CallResult
+    from workflows.callees.protocol import CallContext, CallResult, PlainCallee
 
 DEFAULT_MCP_TIMEOUT = timedelta(seconds=60)
 """An attempt's limit for a server with no `timeout` of its own in the worker's MCP config."""
@@ -44,7 +44,7 @@ def mcp_tool_schema(spec: McpToolSpec) -> ToolSchema:
     )
 
 
-class McpTool:
+class McpTool(PlainCallee):
     """A `Callee` for one tool of one MCP server."""
 
     def __init__(self, spec: McpToolSpec) -> None:
@@ -62,14 +62,6 @@ class McpTool:
     @property
     def args_schema(self) -> ArgsSchema:
         return self._spec.input_schema
-
-    @property
-    def definition(self) -> Tool | None:
-        return None  # no approval setting of its own: only the run's policy may ask
-
-    @property
-    def asks_user(self) -> bool:
-        return False
 
     def schema(self) -> ToolSchema:
         return mcp_tool_schema(self._spec)

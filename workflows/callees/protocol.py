@@ -81,3 +81,21 @@ class Callee(Protocol):
     def schema(self) -> ToolSchema: ...
 
     async def invoke(self, context: CallContext) -> CallResult: ...
+
+
+class PlainCallee:
+    """The defaults of a callee that is not one of the worker's own tools: Temporal's default
+    options, no tool definition (only the run's approval policy may ask) and no question to the
+    user. A class overrides what differs."""
+
+    @property
+    def options(self) -> ToolOptions:
+        return ToolOptions()
+
+    @property
+    def definition(self) -> Tool | None:
+        return None  # no approval setting of its own: only the run's policy may ask
+
+    @property
+    def asks_user(self) -> bool:
+        return False
