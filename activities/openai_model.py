@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.model_errors import register_secret, scrub, to_application_error
 from activities.model_progress import watch_progress
+from activities.provider_fields import provider_fields
 from activities.streaming import (
     StreamAssembler,
     StreamIncomplete,
@@ -41,11 +42,14 @@ STREAMING_WORDS = re.compile(r"\bstream", re.IGNORECASE)
 
 
 def message_to_wire(message: ChatMessage) -> dict[str, Any]:
-    """One message as the Chat Completions API expects it."""
+    """One message as the Chat Completions API expects it. What the provider put on the message
+    or a tool call besides (`provider_fields`: thought signatures, thinking blocks) goes back as
+    it came; the fields this project writes itself take precedence."""
     wire: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         wire["tool_calls"] = [
             {
+                **(call.provider_fields or {}),
                 "id": call.id,
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments},
@@ -58,6 +62,8 @@ def message_to_wire(message: ChatMessage) -> dict[str, Any]:
         # Only present when the provider sent it: such providers want it back, under the key
         # they used (`reasoning_content` for DeepSeek and Qwen, `reasoning` for vLLM, ...).
         wire[message.reasoning_key or "reasoning_content"] = message.reasoning_content
+    for key, value in (message.provider_fields or {}).items():
+        wire.setdefault(key, value)
     return wire
 
 
@@ -86,6 +92,7 @@ def reply_from_completion(
             id=call.id or "",
             name=call.function.name or "",
             arguments=call.function.arguments or "",
+            provider_fields=provider_fields(call) or None,
         )
         for call in (message.tool_calls or [])
         if getattr(call, "function", None) is not None
@@ -98,6 +105,7 @@ def reply_from_completion(
         finish_reason=choice.finish_reason,
         reasoning_content=reasoning[1] if reasoning else None,
         reasoning_key=reasoning[0] if reasoning else None,
+        provider_fields=provider_fields(message) or None,
     )
     usage = usage_from(completion.usage)
     return reply.model_copy(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from contracts.approvals import HumanDecision
+from contracts.messages import ToolCall
+from contracts.omitted import empty_omitted, none_omitted
 from contracts.plan import PlanState
 from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
@@ -51,7 +53,9 @@ class ModelFailure(BaseModel):
 
 class ModelCall(BaseModel):
     """One model call of the run: which turn, what for, which model answered (and which failed
-    before it), how long, what it cost."""
+    before it), how long, what it cost, how much it reasoned, and the tool calls of its reply
+    that were dropped because they named no tool of the run (seed 000: the reply's text was the
+    answer). Fields that are unset (no reasoning, nothing dropped) are left out of the JSON."""
 
     turn: int
     purpose: Literal["turn", "final_answer", "summary", "plan", "synthesis"]
@@ -62,6 +66,13 @@ class ModelCall(BaseModel):
     finish_reason: str | None
     started_at: datetime
     finished_at: datetime
+    reasoning_chars: int = Field(default=0, exclude_if=lambda chars: not chars)
+    """Length of the reasoning the provider sent with the reply (`reasoning_content`)."""
+    reasoning: str | None = none_omitted()
+    """The reasoning text itself, kept only with the run setting `record_reasoning`."""
+    dropped_calls: list[ToolCall] = empty_omitted()
+    """The reply's tool calls, as the model sent them, when every one named a tool the run does
+    not have and the reply's text became the answer (`unknown_tools: answer_with_text`)."""
 
 
 class AgentResult(BaseModel):

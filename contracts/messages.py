@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,13 +15,16 @@ ReasoningKey = Literal["reasoning_content", "reasoning"]
 
 
 class ToolCall(BaseModel):
-    """One tool call as the model asked for it; `arguments` is the raw JSON text it sent."""
+    """One tool call as the model asked for it; `arguments` is the raw JSON text it sent.
+    `provider_fields` are what the provider put on the call besides (Gemini's thought
+    signature in `extra_content`), sent back verbatim with the call."""
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     name: str
     arguments: str
+    provider_fields: dict[str, Any] | None = none_omitted()
 
 
 class SteerMessage(BaseModel):
@@ -41,7 +44,9 @@ class ChatMessage(BaseModel):
     whose `tool_call_id` names it. `reasoning_content` keeps what reasoning models (DeepSeek,
     Qwen, ...) sent, so it can be sent back to providers that require it on the next turn;
     `reasoning_key` is the field the provider sent it in, and the one it goes back in (unset:
-    `reasoning_content`). Unset fields are left out of the JSON (`contracts.omitted`).
+    `reasoning_content`). `provider_fields` are the other fields a provider put on the
+    assistant message (`thinking_blocks`, `reasoning_details`, ...), sent back verbatim
+    (`activities.provider_fields`). Unset fields are left out of the JSON (`contracts.omitted`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -52,6 +57,7 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = none_omitted()
     reasoning_content: str | None = none_omitted()
     reasoning_key: ReasoningKey | None = none_omitted()
+    provider_fields: dict[str, Any] | None = none_omitted()
 
     @classmethod
     def system(cls, text: str) -> ChatMessage:

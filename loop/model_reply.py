@@ -1,9 +1,12 @@
-"""Read a model reply: give every tool call a usable id, and tell a final answer from a nudge."""
+"""Read a model reply: give every tool call a usable id, drop calls of tools the run does not
+have when the text is the answer, and tell a final answer from a nudge."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from contracts.agent_input import UnknownTools
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply
 from contracts.scratchpad import Scratchpad
@@ -38,6 +41,43 @@ def normalize_reply(reply: ModelReply, iteration: int) -> ModelReply:
         seen.add(call_id)
         calls.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return reply.model_copy(update={"tool_calls": calls})
+
+
+@dataclass(frozen=True)
+class UnknownCallsDropped:
+    """Every tool call of a reply named a tool the run does not have, and the reply has text:
+    `reply` is the reply without its calls (its text is the answer), `calls` what was dropped."""
+
+    reply: ModelReply
+    calls: list[ToolCall]
+
+
+def drop_unknown_calls(
+    reply: ModelReply, offered: Collection[str], rule: UnknownTools
+) -> UnknownCallsDropped | None:
+    """Seed 000's filter of hallucinated calls: when every call names a tool outside `offered`
+    (the tools the model was told about) and the reply has visible text, the text is the answer
+    and the calls are dropped. None otherwise: no calls, a call of an offered tool (then each
+    unknown one gets the `unknown tool` observation, `loop.tool_requests.plan_tool_calls`), no
+    text, or `rule` is `observe` (every unknown call is observed, the model asked again).
+
+    Dropping them also keeps the conversation valid: an assistant message with tool calls must
+    be followed by one tool message per call."""
+    if rule != "answer_with_text" or not reply.tool_calls or not (reply.content or "").strip():
+        return None
+    if any(call.name in offered for call in reply.tool_calls):
+        return None
+    return UnknownCallsDropped(reply.model_copy(update={"tool_calls": []}), list(reply.tool_calls))
+
+
+def with_dropped_calls(pad: Scratchpad, calls: list[ToolCall]) -> Scratchpad:
+    """The scratchpad whose latest model call record names the calls dropped from its reply
+    (`drop_unknown_calls`), so the run's result shows them."""
+    if not pad.model_calls or not calls:
+        return pad
+    *earlier, latest = pad.model_calls
+    recorded = latest.model_copy(update={"dropped_calls": list(calls)})
+    return pad.model_copy(update={"model_calls": [*earlier, recorded]})
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,11 @@ class ToolFailure:
 def failure_observation(failure: ToolFailure) -> str:
     """The observation for a failed call: always starts with `Error:` so the model notices."""
     if failure.kind == "timeout":
+        if failure.attempts > 1:  # a tool that opted into retrying its timeouts
+            return (
+                f"Error: timed out after {failure.attempts} attempts of "
+                f"{failure.timeout_seconds:g}s"
+            )
         return f"Error: timed out after {failure.timeout_seconds:g}s"
     if failure.kind == "retries_exhausted":
         tries = "attempt" if failure.attempts == 1 else "attempts"

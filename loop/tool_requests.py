@@ -39,8 +39,11 @@ ArgsSchema = type[BaseModel] | Mapping[str, Any]
 outside (MCP) server gave."""
 
 
-def validate_args(schema: ArgsSchema, data: dict[str, Any]) -> dict[str, Any] | str:
-    """`data` validated (as JSON data), or why it is not valid (one line)."""
+def validate_args(
+    schema: ArgsSchema, data: dict[str, Any], context: Mapping[str, Any] | None = None
+) -> dict[str, Any] | str:
+    """`data` validated (as JSON data), or why it is not valid (one line). `context` is a
+    pydantic model's validation context (the worker's size limits, `contracts.payload_limits`)."""
     if isinstance(schema, Mapping):
         errors = sorted(
             Draft202012Validator(dict(schema)).iter_errors(data), key=lambda e: list(e.path)
@@ -52,12 +55,15 @@ def validate_args(schema: ArgsSchema, data: dict[str, Any]) -> dict[str, Any] | 
             for e in errors[:10]
         )
     try:
-        return schema.model_validate(data).model_dump(mode="json")
+        validated = schema.model_validate(data, context=dict(context) if context else None)
+        return validated.model_dump(mode="json")
     except ValidationError as error:
         return describe_validation_error(error)
 
 
-def parse_arguments(raw: str, args_model: ArgsSchema) -> dict[str, Any] | str:
+def parse_arguments(
+    raw: str, args_model: ArgsSchema, context: Mapping[str, Any] | None = None
+) -> dict[str, Any] | str:
     """Validate the model's raw argument text: the arguments as JSON data, or an error text."""
     text = raw.strip() or "{}"
     try:
@@ -66,18 +72,20 @@ def parse_arguments(raw: str, args_model: ArgsSchema) -> dict[str, Any] | str:
         return f"the arguments are not valid JSON ({error.msg} at position {error.pos})"
     if not isinstance(data, dict):
         return f"the arguments must be a JSON object, got {type(data).__name__}"
-    validated = validate_args(args_model, data)
+    validated = validate_args(args_model, data, context)
     return validated if isinstance(validated, dict) else f"invalid arguments: {validated}"
 
 
 def plan_tool_calls(
-    calls: Sequence[ToolCall], arg_models: Mapping[str, ArgsSchema]
+    calls: Sequence[ToolCall],
+    arg_models: Mapping[str, ArgsSchema],
+    context: Mapping[str, Any] | None = None,
 ) -> list[PlannedCall]:
     """One planned call per tool call, in the model's order.
 
     `arg_models` maps each tool the run may use to its argument model. A name outside it (a
     hallucinated or disallowed tool) and arguments that fail to parse or validate become
-    `RefusedCall`s whose observation lists what is possible.
+    `RefusedCall`s whose observation lists what is possible. `context`: see `validate_args`.
     """
     planned: list[PlannedCall] = []
     for call in calls:
@@ -91,7 +99,7 @@ def plan_tool_calls(
                 )
             )
             continue
-        parsed = parse_arguments(call.arguments, args_model)
+        parsed = parse_arguments(call.arguments, args_model, context)
         if isinstance(parsed, str):
             planned.append(RefusedCall(call, f"Error: tool {call.name!r}: {parsed}"))
         else:

@@ -95,11 +95,15 @@ class ToolCall:
     ``arguments`` is sent verbatim (the real API sends a JSON *string* that the model
     produced, which may be malformed). ``id`` of ``None`` means "generate ``call_<n>``"
     from a per-server counter when the reply is served, so ids are deterministic per test.
+    ``extra`` adds provider fields to the call (Gemini's
+    ``{"extra_content": {"google": {"thought_signature": "..."}}}``); streamed, they come with
+    the call's first chunk, as Gemini sends them.
     """
 
     name: str
     arguments: str
     id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,9 @@ class StreamedReply:
     does); ``interleave`` alternates the chunks of several calls. After ``hold_after`` chunks the
     stream waits until ``release`` is set; after ``drop_after`` chunks the connection is closed
     (no ``[DONE]``). ``finish=False`` leaves out the finish_reason (a stream that never
-    completes its choice) and ``done=False`` the final ``data: [DONE]``.
+    completes its choice) and ``done=False`` the final ``data: [DONE]``. The completion's
+    ``message_extra`` is streamed as the deltas ``extra_pieces`` (provider fields arriving in
+    pieces, as gateways stream thinking blocks), or else in one delta of its own.
     """
 
     completion: Completion
@@ -151,6 +157,7 @@ class StreamedReply:
     drop_after: int | None = None
     finish: bool = True
     done: bool = True
+    extra_pieces: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -242,14 +249,19 @@ def text(
     )
 
 
-def call(name: str, arguments: str | Mapping[str, Any] = "{}", id: str | None = None) -> ToolCall:
+def call(
+    name: str,
+    arguments: str | Mapping[str, Any] = "{}",
+    id: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> ToolCall:
     """One tool call: a mapping is ``json.dumps``-ed, a ``str`` is sent verbatim.
 
     Passing a string lets tests send malformed JSON exactly as a model might.
-    ``id=None`` generates ``call_<n>`` when served.
+    ``id=None`` generates ``call_<n>`` when served; ``extra`` adds provider fields to the call.
     """
     args = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
-    return ToolCall(name=name, arguments=args, id=id)
+    return ToolCall(name=name, arguments=args, id=id, extra=dict(extra or {}))
 
 
 def tool_calls(
@@ -346,6 +358,7 @@ def streamed(
     drop_after: int | None = None,
     finish: bool = True,
     done: bool = True,
+    extra_pieces: tuple[Mapping[str, Any], ...] = (),
 ) -> StreamedReply:
     """Stream ``reply`` in pieces of ``piece_chars`` (see :class:`StreamedReply`)."""
     if piece_chars < 1:
@@ -362,6 +375,7 @@ def streamed(
         drop_after=drop_after,
         finish=finish,
         done=done,
+        extra_pieces=extra_pieces,
     )
 
 
@@ -898,6 +912,7 @@ class FakeOpenAIServer:
                     "id": tc.id if tc.id is not None else self._next_id("call_"),
                     "type": "function",
                     "function": {"name": tc.name, "arguments": tc.arguments},
+                    **tc.extra,
                 }
                 for tc in reply.tool_calls
             ]
@@ -964,6 +979,10 @@ class FakeOpenAIServer:
                 chunk({"content": None, reply.reasoning_key: piece})
                 for piece in _pieces(reply.reasoning_content, size)
             ]
+        if streamed.extra_pieces:
+            chunks += [chunk({"content": None, **dict(piece)}) for piece in streamed.extra_pieces]
+        elif reply.message_extra:
+            chunks.append(chunk({"content": None, **dict(reply.message_extra)}))
         if reply.content:
             chunks += [chunk({"content": piece}) for piece in _pieces(reply.content, size)]
         per_call: list[list[dict[str, Any]]] = []
@@ -971,7 +990,7 @@ class FakeOpenAIServer:
             call_id = tc.id if tc.id is not None else self._next_id("call_")
             if streamed.split_call_header:
                 deltas: list[dict[str, Any]] = [
-                    {"index": index, "id": call_id, "type": "function"},
+                    {"index": index, "id": call_id, "type": "function", **tc.extra},
                     {"index": index, "function": {"name": tc.name}},
                 ]
             else:
@@ -981,6 +1000,7 @@ class FakeOpenAIServer:
                         "id": call_id,
                         "type": "function",
                         "function": {"name": tc.name, "arguments": ""},
+                        **tc.extra,
                     }
                 ]
             deltas += [

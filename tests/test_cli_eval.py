@@ -65,24 +65,24 @@ async def test_the_seed_suite_passes_on_the_demo_model_for_two_models(
 
     assert done.code == 0, done
     eval_id = eval_id_in(done.out)
-    assert "6 scenarios × 2 models (demo-a, demo-b) = 12 runs" in done.out
+    assert "7 scenarios × 2 models (demo-a, demo-b) = 14 runs" in done.out
     # the progress (stderr is not a terminal: one plain line per run, no control characters)
-    assert len([line for line in done.err.splitlines() if line.startswith("✓ ")]) == 12
+    assert len([line for line in done.err.splitlines() if line.startswith("✓ ")]) == 14
     assert "\x1b" not in done.err
     # the table: every scenario for both models, then the totals
     rows = [line.split() for line in done.out.splitlines()]
-    for scenario in ("normal", "missing_information", "tool_failure", "user_cancel",
-                     "approval_rejected", "max_iterations"):  # fmt: skip
+    for scenario in ("normal", "missing_information", "tool_failure", "service_recovers",
+                     "user_cancel", "approval_rejected", "max_iterations"):  # fmt: skip
         for model in ("demo-a", "demo-b"):
             assert [scenario, model, "1/1", "100%"] in [row[:4] for row in rows], done.out
-    assert ["all", "demo-a", "6/6", "100%", "100%", "(1/1)"] in [row[:6] for row in rows]
+    assert ["all", "demo-a", "7/7", "100%", "100%", "(2/2)"] in [row[:6] for row in rows]
     # the four seed-003 metrics, per model
     for model in ("demo-a", "demo-b"):
         headline = next(line for line in done.out.splitlines() if line.startswith(f"{model}: "))
-        assert "completion rate 100% (6/6)" in headline
+        assert "completion rate 100% (7/7)" in headline
         assert re.search(r"avg steps \d+\.\d", headline)
         assert re.search(r"avg tokens \d+", headline)
-        assert "failure recovery 100% (1/1)" in headline
+        assert "failure recovery 100% (2/2)" in headline
         assert "avg cost $0.0000" in headline
         assert re.search(r"latency p50 \d+\.\d\d s, p95 \d+\.\d\d s", headline)
 
@@ -91,13 +91,16 @@ async def test_the_seed_suite_passes_on_the_demo_model_for_two_models(
     assert data["models"] == ["demo-a", "demo-b"]
     assert data["target"]["task_queue"] == demo.cli.task_queue
     runs: list[dict[str, Any]] = data["runs"]
-    assert len(runs) == 12 and all(run["passed"] for run in runs)
+    assert len(runs) == 14 and all(run["passed"] for run in runs)
     assert {run["workflow_id"] for run in runs} == set(await demo.workflow_ids(eval_id))
     by_key = {(run["scenario"], run["model"]): run for run in runs}
     recovered = by_key[("tool_failure", "demo-a")]
     assert recovered["failures"]["tool_errors"] == 1
     assert recovered["failures"]["activity_failures"] == 1  # read from the history
     assert recovered["answer"] == "The answer is 425."
+    weather = by_key[("service_recovers", "demo-b")]  # the service's 503, retried
+    assert weather["failures"]["activity_retries"] == 1 and weather["tools"] == ["weather"]
+    assert weather["answer"].startswith("The weather in Paris: ")
     cancelled = by_key[("user_cancel", "demo-b")]
     assert cancelled["ending"] == "cancelled" and cancelled["tools"] == ["calculator"]
     assert cancelled["people"] == ["cancelled after 1 tool step"]

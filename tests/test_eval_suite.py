@@ -40,6 +40,7 @@ def test_the_shipped_suite_covers_the_seed_cases() -> None:
         "normal",
         "missing_information",
         "tool_failure",
+        "service_recovers",
         "user_cancel",
         "approval_rejected",
         "max_iterations",

@@ -290,7 +290,9 @@ def _from_result(result: AgentResult, suite: Suite) -> dict[str, Any]:
         "output": result.output,
         "answered_by": result.model,
         "steps": len(result.steps) + result.steps_omitted,
-        "turns": result.iterations,
+        # (a plan's goal steps are child runs: their model calls count too)
+        "turns": result.iterations
+        + sum(o.model_calls for o in (result.plan.outcomes if result.plan else [])),
         "tools": [step.tool for step in result.steps],
         "usage": result.usage,
         "cost_usd": cost,

@@ -150,6 +150,8 @@ def check(expect: Expectations, run: RunRecord) -> list[str]:
         problems.append(f"{run.steps} tool steps, expected at most {expect.max_steps}")
     if expect.max_turns is not None and run.turns > expect.max_turns:
         problems.append(f"{run.turns} model turns, expected at most {expect.max_turns}")
+    if expect.recovers and not run.failures.occurred:
+        problems.append("nothing failed, so nothing was recovered from (expected: recovers)")
     return problems
 
 

@@ -129,6 +129,12 @@ class Expectations(_Strict):
     tools_not_called: list[str] = Field(default=[], description="None of these called.")
     max_steps: int | None = Field(default=None, ge=0, description="At most this many tool steps.")
     max_turns: int | None = Field(default=None, ge=1, description="At most this many model turns.")
+    recovers: bool = Field(
+        default=False,
+        description="The case is about recovering: some failure must happen during the run (a "
+        "tool error, a failed or retried activity, a model given up) and the run still meet "
+        "every other expectation.",
+    )
 
     @field_validator("stop_reason", "answer_contains", mode="before")
     @classmethod

@@ -1,0 +1,126 @@
+"""Tool timeouts (seed 001's exercise, issue 23 item 4): a tool that exceeds its start-to-close
+timeout becomes `Error: timed out after Ns` for the model at once, without retries; a tool that
+opts in (`retry_on_timeout=True`) is retried and its observation names the attempts. Real worker,
+real Temporal server, scripted model; attempts are read from the history and the tools' counters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+from temporalio.common import RetryPolicy
+from temporalio.testing import WorkflowEnvironment
+
+from activities.context_cache import ContextCache
+from tests.catalog import TEST_CATALOG
+from tests.conftest import ScriptedHarness, activity_types, started_workers
+from tests.scripted_model import ScriptedChatModel, call, text, tool_calls
+from tests.test_tool_retries import attempts_in_history
+from tools.definition import ToolContext, ToolOptions, tool
+from workflows.callees.activity import START_TO_CLOSE_TIMEOUT, activity_retry_policy
+
+started: dict[str, int] = defaultdict(int)
+"""Attempts each call started (by idempotency key)."""
+
+QUICK_RETRY = RetryPolicy(
+    maximum_attempts=3,
+    initial_interval=timedelta(seconds=0.1),
+    maximum_interval=timedelta(seconds=0.2),
+)
+
+
+class NapArgs(BaseModel):
+    seconds: float
+    first_attempt_only: bool = False
+
+
+@tool(start_to_close_timeout=timedelta(seconds=1))
+async def slow_lookup(args: NapArgs, ctx: ToolContext) -> str:
+    """Look something up slowly (longer than its one-second limit)."""
+    started[ctx.idempotency_key] += 1
+    await asyncio.sleep(args.seconds)
+    return "found"
+
+
+@tool(start_to_close_timeout=timedelta(seconds=1), retry_on_timeout=True, retry_policy=QUICK_RETRY)
+async def patient_lookup(args: NapArgs, ctx: ToolContext) -> str:
+    """Look something up slowly; timed-out attempts are retried."""
+    started[ctx.idempotency_key] += 1
+    if started[ctx.idempotency_key] == 1 or not args.first_attempt_only:
+        await asyncio.sleep(args.seconds)
+    return f"found on attempt {started[ctx.idempotency_key]}"
+
+
+CATALOG = TEST_CATALOG.extended(tools=[slow_lookup, patient_lookup])
+
+
+@pytest.fixture
+async def harness(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> AsyncIterator[ScriptedHarness]:
+    model = ScriptedChatModel()
+    cache = ContextCache()
+    async with AsyncExitStack() as stack:
+        queue = await started_workers(
+            stack, temporal_env.client, model, tmp_path, context_cache=cache, catalog=CATALOG
+        )
+        yield ScriptedHarness(temporal_env.client, queue, tmp_path, cache, model=model)
+
+
+async def test_a_timed_out_call_goes_to_the_model_at_once(harness: ScriptedHarness) -> None:
+    harness.model.enqueue(
+        tool_calls(call("slow_lookup", {"seconds": 30}, id="s1")), text("It was too slow.")
+    )
+    result, handle = await harness.run({"prompt": "look it up", "tools": ["slow_lookup"]})
+
+    [step] = result.steps
+    assert (step.status, step.observation) == ("error", "Error: timed out after 1s")
+    assert started[f"{handle.id}/1/s1"] == 1  # the slow logic ran once
+    assert await attempts_in_history(handle, "slow_lookup") == [1]
+    assert await activity_types(handle) == ["call_model", "slow_lookup", "call_model"]
+    sent = [m.content for m in harness.model.requests[1].messages if m.role == "tool"]
+    assert sent == ["Error: timed out after 1s"]
+    assert result.answer == "It was too slow."
+
+
+async def test_a_tool_that_opts_in_is_retried_and_the_observation_names_the_attempts(
+    harness: ScriptedHarness,
+) -> None:
+    harness.model.enqueue(tool_calls(call("patient_lookup", {"seconds": 30}, id="p1")), text("no"))
+    result, handle = await harness.run({"prompt": "look it up", "tools": ["patient_lookup"]})
+
+    [step] = result.steps
+    assert (step.status, step.observation) == (
+        "error",
+        "Error: timed out after 3 attempts of 1s",
+    )
+    assert started[f"{handle.id}/1/p1"] == 3
+    assert await attempts_in_history(handle, "patient_lookup") == [3]
+
+
+async def test_an_opted_in_tool_recovers_from_a_timed_out_attempt(
+    harness: ScriptedHarness,
+) -> None:
+    harness.model.enqueue(
+        tool_calls(call("patient_lookup", {"seconds": 30, "first_attempt_only": True}, id="q1")),
+        text("done"),
+    )
+    result, handle = await harness.run({"prompt": "x", "tools": ["patient_lookup"]})
+
+    assert [(s.status, s.observation) for s in result.steps] == [("ok", "found on attempt 2")]
+    assert await attempts_in_history(handle, "patient_lookup") == [2]
+
+
+def test_only_an_opted_in_tool_retries_a_start_to_close_timeout() -> None:
+    default = activity_retry_policy(ToolOptions())
+    assert START_TO_CLOSE_TIMEOUT in (default.non_retryable_error_types or [])
+    assert default.maximum_attempts == 3  # transient failures are still retried
+    opted = activity_retry_policy(ToolOptions(retry_on_timeout=True))
+    assert START_TO_CLOSE_TIMEOUT not in (opted.non_retryable_error_types or [])
