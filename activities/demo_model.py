@@ -9,8 +9,10 @@ the Web UI without any account:
 - "ask me ..." -> an `ask_user` question, which waits for a person's reply;
 - "research ..." or "delegate ..." with the `researcher` agent offered -> a call of that agent
   (a child run), then its report;
-- in plan-and-execute mode: "A, then B" -> a plan of those steps, each step's goal worked on as
-  a prompt ("add 8 to it" uses the previous step's number), and a synthesis of the results;
+- in plan-and-execute mode: "A, then B" -> a plan of those steps (arithmetic ones as
+  `calculator` tool actions, "add 8 to it" on `${steps.<n>.result}`; the others as goals, each
+  worked on as a prompt), and a synthesis of the results; "A, then add 8 to it" in ReAct mode:
+  one calculator call per part, each on the previous result;
 - anything else -> a plain reply.
 
 The harder cases of the evaluation suite (`evals/seed_cases.yaml`, run by `agent eval`) have
@@ -27,6 +29,7 @@ import re
 from contracts.messages import ChatMessage, ToolCall
 from contracts.model_io import ModelReply, ModelRequest
 from contracts.usage import TokenUsage
+from loop.plan_expect import CHECK_TOOL
 from loop.tokens import estimate_messages_tokens, estimate_tokens
 
 DEMO_MODEL_NAME = "demo-offline"
@@ -71,8 +74,10 @@ class DemoChatModel:
         last = messages[-1]
         prompt = next((m.content or "" for m in reversed(messages) if m.role == "user"), "")
         prompt = step_goal(prompt) or prompt
-        move = composition_move(request, prompt, messages, available) or scenario_move(
-            prompt, messages, available
+        move = (
+            composition_move(request, prompt, messages, available)
+            or scenario_move(prompt, messages, available)
+            or weather_move(prompt, messages, available)
         )
         if isinstance(move, ToolCall):
             return self._reply(messages, call=move)
@@ -359,6 +364,10 @@ _ON_IT = re.compile(
 )
 _OPERATORS = {"add": "+", "plus": "+", "subtract": "-", "minus": "-", "multiply": "*"}
 _DELEGATE = re.compile(r"\b(research|delegate)\b", re.IGNORECASE)
+_RESULTS = "Results of the earlier steps:"
+_IT = re.compile(r"\bit\b", re.IGNORECASE)
+_TOOL_LINE = re.compile(r"^- (?P<name>[\w.-]+)[(:]", re.MULTILINE)
+_NUMBERED_FROM = re.compile(r"numbered from (?P<n>\d+)")
 
 
 def step_goal(prompt: str) -> str | None:
@@ -368,12 +377,23 @@ def step_goal(prompt: str) -> str | None:
     if match is None:
         return None
     goal = match.group("goal").strip()
-    on_it = _ON_IT.search(goal)
-    numbers = _NUMBER.findall(prompt[: match.start()].split("Results of the earlier steps:")[-1])
-    if on_it and "it" in goal.lower().split() and numbers and not find_expression(goal):
-        operator = _OPERATORS.get(on_it.group("op").lower(), "*" if "tim" in goal else "/")
-        return f"What is {numbers[-1]} {operator} {on_it.group('n')}?"
+    told = prompt[: match.start()]
+    results = told.split(_RESULTS, 1)[1].split("\n\n")[0] if _RESULTS in told else ""
+    numbers = _NUMBER.findall(results)
+    on_it = on_previous(goal)
+    if on_it and numbers and not find_expression(goal):
+        return f"What is {on_it.replace('{it}', numbers[-1])}?"
     return goal
+
+
+def on_previous(part: str) -> str | None:
+    """A part that works on the previous result ("add 8 to it") as arithmetic on `{it}`
+    (`{it} + 8`), else None."""
+    on_it = _ON_IT.search(part)
+    if on_it is None or not _IT.search(part):
+        return None
+    operator = _OPERATORS.get(on_it.group("op").lower(), "*" if "tim" in part else "/")
+    return f"{{it}} {operator} {on_it.group('n')}"
 
 
 def plan_steps(request: str) -> list[str]:
@@ -382,18 +402,81 @@ def plan_steps(request: str) -> list[str]:
     return parts or [request]
 
 
+def chain(parts: list[str]) -> list[str] | None:
+    """The calculation of each part, when every part is one ("17 * 25", then "add 8 to it" ->
+    `17 * 25`, `{it} + 8`, where `{it}` is the previous result), else None."""
+    found: list[str] = []
+    for part in parts:
+        expression = find_expression(part) or (on_previous(part) if found else None)
+        if expression is None:
+            return None
+        found.append(expression)
+    return found
+
+
+def planned_step(part: str, number: int, calculation: str | None) -> dict[str, object]:
+    """One step of the demo's plan: a calculator action (`{it}` the previous step's result, as
+    a reference; no goal: the call is its label), or a goal."""
+    if calculation is None:
+        return {"goal": part}
+    expression = calculation.replace("{it}", f"${{steps.{number - 1}.result}}")
+    return {"tool": "calculator", "args": {"expression": expression}}
+
+
+def demo_plan(planning_prompt: str) -> dict[str, object]:
+    """The demo's plan (or revision) for a planning request: the request's "then" parts, each a
+    calculator action when it is arithmetic and the calculator is offered, else a goal; a
+    revision gives the parts from the first step not done. A plan of calculations states its
+    answer as a template over their results, so no synthesis call is needed."""
+    found = _REQUEST.search(planning_prompt)
+    parts = plan_steps(found.group("request") if found else planning_prompt)
+    offered = {m.group("name") for m in _TOOL_LINE.finditer(planning_prompt)}
+    calculations = chain(parts) if "calculator" in offered else None
+    numbered = _NUMBERED_FROM.search(planning_prompt)
+    first = int(numbered.group("n")) if numbered else 1
+    todo = list(enumerate(parts, start=1))[first - 1 :] or list(enumerate(parts, start=1))[-1:]
+    steps = [
+        planned_step(part, number, calculations[number - 1] if calculations else None)
+        for number, part in todo
+    ]
+    if not calculations:
+        return {"steps": steps}
+    return {"steps": steps, "answer": planned_answer(calculations)}
+
+
+def planned_answer(calculations: list[str]) -> str:
+    """The answer template of a plan of calculations, worded as the demo's ReAct answers: the
+    last result when the steps work on earlier results, else every result."""
+    if any("{it}" in c for c in calculations):
+        return f"The answer is ${{steps.{len(calculations)}.result}}."
+    results = ", ".join(f"${{steps.{n}.result}}" for n in range(1, len(calculations) + 1))
+    return f"The results are {results}."
+
+
+def chained_move(prompt: str, messages: list[ChatMessage], available: set[str]) -> Move | None:
+    """ReAct on a chain that works on earlier results ("17 * 25, then add 8 to it"): one
+    calculator call per turn, each on the previous result, then the last result."""
+    calculations = chain(plan_steps(prompt)) if "calculator" in available else None
+    if not calculations or len(calculations) < 2 or all("{it}" not in c for c in calculations):
+        return None
+    since = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), 0)
+    results = _calculator_results(messages[since:])
+    if len(results) >= len(calculations):
+        return f"The answer is {results[-1]}."
+    expression = calculations[len(results)].replace("{it}", results[-1] if results else "0")
+    return _call("calculator", expression=expression)
+
+
 def composition_move(
     request: ModelRequest, prompt: str, messages: list[ChatMessage], available: set[str]
 ) -> Move | None:
-    """The demo's move for planning, synthesis and delegation, or None."""
+    """The demo's move for planning, checking a step, synthesis, delegation and chained
+    calculations, or None."""
     if request.purpose == "plan" and "submit_plan" in available:
-        found = _REQUEST.search(prompt)
-        steps = plan_steps(found.group("request") if found else prompt)
-        return ToolCall(
-            id="",
-            name="submit_plan",
-            arguments=json.dumps({"steps": [{"goal": step} for step in steps]}),
-        )
+        return ToolCall(id="", name="submit_plan", arguments=json.dumps(demo_plan(prompt)))
+    if request.purpose == "plan" and CHECK_TOOL in available:
+        verdict = {"met": True, "reason": "(offline demo model) the result looks right"}
+        return ToolCall(id="", name=CHECK_TOOL, arguments=json.dumps(verdict))
     if request.purpose == "synthesis":
         results = prompt.split("What the steps found:")[-1].split("Write the final answer")[0]
         return "Here is what the plan's steps found:\n" + results.strip()
@@ -403,4 +486,35 @@ def composition_move(
         and not any(m.role == "tool" for m in messages)
     ):
         return _call("researcher", task=prompt)
+    if request.purpose == "turn":
+        return chained_move(prompt, messages, available)
     return None
+
+
+# -- The weather -----------------------------------------------------------------------------------
+# The seed suite's `service_recovers` case: the `weather` tool's demo service fails the call's
+# first request (retried by Temporal, a transient failure); the answer is the weather it gives.
+
+_WEATHER = re.compile(
+    r"\bweather\b.*?\b(?:in|at|for)\s+(?P<city>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)", re.DOTALL
+)
+
+
+def weather_move(prompt: str, messages: list[ChatMessage], available: set[str]) -> Move | None:
+    """A question about the weather in a (capitalised) city -> a `weather` call; its result ->
+    the answer (an error -> what went wrong). None for anything else."""
+    if "weather" not in available:
+        return None
+    last = messages[-1]
+    if last.role == "tool":
+        users = [i for i, message in enumerate(messages) if message.role == "user"]
+        since = users[-1] if users else 0
+        call = _call_for(last.tool_call_id, messages[since:])
+        if call is None or call.name != "weather":
+            return None
+        observation = last.content or ""
+        if observation.startswith("Error:"):
+            return f"I could not get the weather: {observation}"
+        return f"The weather in {observation}."
+    found = _WEATHER.search(prompt)
+    return _call("weather", city=found.group("city")) if found else None

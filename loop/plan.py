@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from contracts.messages import ChatMessage, SteerMessage
 from contracts.model_io import ToolSchema
 from contracts.plan import Plan, PlanState, PlanStep, PlanStepStatus, StepOutcome
+from loop.plan_schema import model_parameters
 from loop.summaries import shorten
 from loop.validation_errors import describe_validation_error
 
@@ -20,20 +21,24 @@ MARKS: dict[PlanStepStatus, str] = {"done": "✓", "running": "→", "failed": "
 RESULT_CHARS = 2_000
 
 PLANNER_PROMPT = (
-    "You plan the work of an AI agent. Break the user's request into a few concrete steps, in "
-    "order, each achievable with the available tools; the results of earlier steps are given "
-    "to later ones. Give the plan by calling submit_plan."
+    'Plan the request; call submit_plan. A step is a tool action {"tool", "args"} (no model '
+    'call) or a {"goal"} that needs reasoning. Args may use an earlier result: ${steps.1.result} '
+    'is step 1\'s. "expect": what a result should be. "answer": the final answer as a '
+    "template over the results."
 )
+"""What the planner is told; the details of each field are in `submit_plan`'s schema."""
+TOOL_DESCRIPTION_CHARS = 120
+"""A tool's description, for the planner: its first paragraph, at most this long."""
 
 
 def plan_tool() -> ToolSchema:
-    """The tool the planning call answers with (the plan's JSON schema)."""
-    parameters = Plan.model_json_schema()
-    parameters.pop("title", None)
+    """The tool the planning call answers with (the plan's JSON schema, compact)."""
+    parameters = model_parameters(Plan)
     return ToolSchema(
         name=SUBMIT_PLAN_TOOL,
-        description="Submit the plan: the steps, in order, each with its goal and optionally "
-        "the tools it expects to use.",
+        description="Submit the plan: the steps, in order; each a goal (optionally with the "
+        "tools it expects to use) or a tool action (tool and args), optionally with what its "
+        "result should be (expect); and perhaps the answer as a template over the results.",
         parameters=parameters,
     )
 
@@ -48,35 +53,85 @@ def read_plan(arguments: str) -> Plan | str:
         return f"the plan is invalid: {describe_validation_error(error)}"
 
 
+def retry_note(problem: str) -> str:
+    """What the planning call is told when its answer could not be used."""
+    return (
+        f"That answer gave no usable plan ({shorten(problem, 1_000)}). Call submit_plan again "
+        "with a plan that can run."
+    )
+
+
 def planning_request(
     prompt: str, tools: Sequence[ToolSchema], state: PlanState | None, feedback: str | None
 ) -> list[ChatMessage]:
-    """Messages asking for a plan, or (with `state`) for a revision of the steps not done."""
-    lines = [f"Request: {prompt}", "", "Available tools:"]
-    lines += [f"- {t.name}: {shorten(t.description, 200)}" for t in tools] or ["- (none)"]
+    """Messages asking for a plan, or (with `state`) for a revision of the steps not done (its
+    steps are numbered after the steps done, which its references may use)."""
+    listed = [f"- {signature(t)}: {tool_summary(t.description)}" for t in tools]
+    lines = [f"Request: {prompt}", "Tools:", *(listed or ["- (none)"])]
     if state is not None:
+        done = done_count(state)
         lines += ["", "The plan so far:", checklist(state)]
         lines += [f"Result of step {o.index}: {shorten(o.answer, 500)}" for o in state.outcomes]
-        lines += ["", "Revise the plan: give only the steps still to do, from the next one on."]
+        lines += [
+            "",
+            "Revise the plan: give only the steps still to do, from the next one on; they are "
+            f"numbered from {done + 1} (steps 1 to {done} are done, and their results can be "
+            "used)."
+            if done
+            else "Revise the plan: give only the steps still to do, from the next one on.",
+        ]
     if feedback:
         lines += ["", f"Feedback: {feedback}"]
     return [ChatMessage.system(PLANNER_PROMPT), ChatMessage.user("\n".join(lines))]
 
 
+def tool_summary(description: str) -> str:
+    """A tool's description for the planner: its first paragraph, shortened."""
+    return shorten(description.strip().split("\n\n")[0], TOOL_DESCRIPTION_CHARS)
+
+
+def signature(tool: ToolSchema) -> str:
+    """`calculator(expression: string)`: a tool's name and arguments, for the planner."""
+    properties = tool.parameters.get("properties")
+    if not isinstance(properties, dict):
+        return tool.name
+    required = set(tool.parameters.get("required") or [])
+    args = [
+        f"{name}{'' if name in required else '?'}: {spec.get('type', 'any')}"
+        if isinstance(spec, dict)
+        else name
+        for name, spec in properties.items()
+    ]
+    return f"{tool.name}({', '.join(args)})"
+
+
+def done_count(state: PlanState) -> int:
+    """How many steps are done (they come first: a revision follows them)."""
+    return sum(1 for status in state.status if status == "done")
+
+
 def new_plan(plan: Plan) -> PlanState:
-    return PlanState(steps=list(plan.steps), status=["pending"] * len(plan.steps), revisions=[plan])
+    return PlanState(
+        steps=list(plan.steps),
+        status=["pending"] * len(plan.steps),
+        answer=plan.answer,
+        revisions=[plan],
+    )
 
 
-def revised(state: PlanState, plan: Plan) -> PlanState:
-    """The steps done stay; the rest are replaced by the revision's steps."""
+def revised(state: PlanState, plan: Plan, because: str | None = None) -> PlanState:
+    """The steps done stay; the rest are replaced by the revision's steps, and the answer
+    template by the revision's (`because`: why, recorded in `revised_because`)."""
     done = [i for i, status in enumerate(state.status) if status == "done"]
     steps = [state.steps[i] for i in done] + list(plan.steps)
     return state.model_copy(
         update={
             "steps": steps,
             "status": ["done"] * len(done) + ["pending"] * len(plan.steps),
+            "answer": plan.answer,
             "revisions": [*state.revisions, plan],
             "replans": state.replans + 1,
+            "revised_because": [*state.revised_because, *([because] if because else [])],
         }
     )
 
@@ -135,16 +190,26 @@ def _notes_lines(state: PlanState) -> list[str]:
 
 
 def step_task(prompt: str, state: PlanState, index: int) -> str:
-    """What a step's run is told: the overall request, earlier results, what people said while
-    the plan ran, and its goal."""
+    """What a goal step's run is told: the overall request, the whole plan and its place in
+    it, earlier results, what people said while the plan ran, and its goal."""
     step = state.steps[index]
-    lines = [f"Overall request: {prompt}"]
+    lines = [f"Overall request: {prompt}", "", plan_view(state, index)]
     done = [o for o in state.outcomes if o.status == "done"]
     if done:
         lines += ["", "Results of the earlier steps:"]
         lines += [f"{o.index}. {o.goal}: {shorten(o.answer, RESULT_CHARS)}" for o in done]
     lines += _notes_lines(state)
     lines += ["", f"Your step ({index + 1} of {len(state.steps)}): {step.goal}"]
+    return "\n".join(lines)
+
+
+def plan_view(state: PlanState, index: int) -> str:
+    """The whole plan with step `index` marked: each step's number, status, goal and kind."""
+    lines = [f"The whole plan (step {index + 1} of {len(state.steps)} is this one):"]
+    for i, (step, status) in enumerate(zip(state.steps, state.status, strict=True)):
+        kind = f" [tool action: {step.tool}]" if step.tool is not None else ""
+        here = "  <- this step" if i == index else ""
+        lines.append(f"  {MARKS[status]} {i + 1}. {step.goal}{kind}{here}")
     return "\n".join(lines)
 
 
@@ -173,6 +238,7 @@ def checklist(state: PlanState) -> str:
 
 
 def plan_args(plan: Plan | PlanState) -> dict[str, object]:
-    """The plan as the arguments of its approval request."""
+    """The plan as the arguments of its approval request (its answer template, if any)."""
     steps: Sequence[PlanStep] = plan.steps
-    return {"steps": [step.model_dump(exclude_none=True) for step in steps]}
+    answer = {"answer": plan.answer} if plan.answer is not None else {}
+    return {"steps": [step.model_dump(exclude_none=True) for step in steps], **answer}

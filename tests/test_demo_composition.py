@@ -58,14 +58,18 @@ async def test_an_approved_plan_runs_step_by_step(
         lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),
         what="the demo plan waiting for approval",
     )
-    assert plan.args == {"steps": [{"goal": "What is 17 * 25"}, {"goal": "add 8 to it"}]}
+    [first, second] = plan.args["steps"]  # arithmetic: calculator tool actions
+    assert (first["tool"], first["args"]) == ("calculator", {"expression": "17 * 25"})
+    assert second["args"] == {"expression": "${steps.1.result} + 8"}  # on the first result
+    assert plan.args["answer"] == "The answer is ${steps.2.result}."  # filled in: no synthesis
     await handle.signal("approve", {"call_id": plan.call_id, "by": "demo"})
     result = await handle.result()
 
     assert result.stop_reason == "completed"
     assert result.plan is not None and result.plan.status == ["done", "done"]
-    assert [o.answer for o in result.plan.outcomes] == ["The answer is 425.", "The answer is 433."]
-    assert "433" in result.answer
+    assert [o.answer for o in result.plan.outcomes] == ["425", "433"]
+    assert [c.purpose for c in result.model_calls] == ["plan"]  # steps, answer: no calls
+    assert result.answer == "The answer is 433."
 
 
 async def test_a_research_request_is_delegated(
@@ -101,10 +105,11 @@ async def test_agent_run_shows_the_plan_as_a_live_checklist(
 
     assert done.code == 0, done
     out = done.out
-    assert "plan:\n  · 1. What is 17 * 25\n  · 2. add 8 to it" in out
+    first, second = 'calculator {"expression": "17 * 25"}', "${steps.1.result} + 8"
+    assert f"plan:\n  · 1. {first}\n  · 2. calculator {{" in out and second in out
     assert "→ approved plan-1 by alice" in out
     # (the steps' running states are polled, so a fast demo step may pass between two polls)
-    assert "  ✓ 1. What is 17 * 25\n  ✓ 2. add 8 to it" in out
-    assert out.index("· 1. What is 17 * 25") < out.index("approved plan-1")
-    assert out.index("approved plan-1") < out.index("✓ 1. What is 17 * 25")
-    assert out.rstrip().endswith("2. add 8 to it (done): The answer is 433.")
+    assert f"  ✓ 1. {first}\n  ✓ 2. calculator {{" in out
+    assert out.index(f"· 1. {first}") < out.index("approved plan-1")
+    assert out.index("approved plan-1") < out.index(f"✓ 1. {first}")
+    assert out.rstrip().endswith("The answer is 433.")
