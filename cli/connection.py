@@ -2,15 +2,21 @@
 
 Every RPC failure the user can cause (an unreachable server, a wrong namespace, an unknown
 workflow id, a run that already ended) becomes a `CliError` with one readable line.
+
+The client opens the payload store the worker uses (`AGENT_PAYLOAD_STORE`, the same default:
+runtime/payload_store.py), so a result or an event stored outside history reads like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Awaitable
+from contextlib import AsyncExitStack
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio.client import (
     Client,
@@ -18,16 +24,19 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowHandle,
 )
+from temporalio.converter import ExternalStorage
 from temporalio.service import RPCError, RPCStatusCode
 
 from cli.errors import CliError
 from contracts.agent_result import AgentResult
+from runtime.payload_store import external_storage
 from runtime.settings import AgentSettings, SettingsError
 from runtime.temporal_client import (
     DEFAULT_ADDRESS,
     TemporalConnection,
     connect_with_settings,
     load_connection,
+    payload_store_of,
 )
 
 RunHandle = WorkflowHandle[Any, AgentResult]
@@ -35,6 +44,12 @@ RunHandle = WorkflowHandle[Any, AgentResult]
 CONNECT_TIMEOUT = timedelta(seconds=5)
 QUERY_TIMEOUT = timedelta(seconds=5)
 """How long a query may wait for a worker to answer; queries need a running worker."""
+ResultT = TypeVar("ResultT")
+
+_STORES: ContextVar[AsyncExitStack | None] = ContextVar("payload_stores", default=None)
+_PROCESS_STORES = AsyncExitStack()
+"""Payload stores opened outside `with_payload_stores` (a server's client): open for the life
+of the process."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +91,13 @@ class Target:
             configured_namespace=configured.namespace,
         )
 
+    @property
+    def payload_store(self) -> bool:
+        """Whether the worker of these settings stores large payloads outside history (the
+        same rule the worker applies: `AGENT_PAYLOAD_STORE`, else on for a local server), so
+        a run may carry texts over today's limits (`contracts.payload_limits`)."""
+        return payload_store_of(self.settings).on
+
     def command_prefix(self) -> str:
         """`agent` plus the options another shell (with the same environment) needs to reach
         the same server, so printed commands can be pasted as they are."""
@@ -100,16 +122,40 @@ def _connect_reason(error: BaseException) -> str:
     return first[:160] or type(error).__name__
 
 
+async def with_payload_stores(work: Awaitable[ResultT]) -> ResultT:
+    """`work` (a command), then close the payload stores `connect` opened for it (an S3 store
+    holds a connection pool)."""
+    async with AsyncExitStack() as stack:
+        token = _STORES.set(stack)
+        try:
+            return await work
+        finally:
+            _STORES.reset(token)
+
+
+async def open_store(target: Target) -> ExternalStorage | None:
+    """The payload store the target's settings name (None: off), open until the command ends
+    (`with_payload_stores`), or for the life of the process."""
+    spec = payload_store_of(target.settings)
+    if not spec.on:
+        return None
+    stack = _STORES.get() or _PROCESS_STORES
+    return await stack.enter_async_context(external_storage(spec))
+
+
 async def connect(target: Target) -> Client:
     """A client with the pydantic data converter (the same JSON the workflow and the Temporal
-    CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does), with the
-    target's API key and TLS, failing within about five seconds when the server is not there."""
+    CLI use; encrypted with `AGENT_PAYLOAD_KEY` when it is set, as the worker does; large
+    payloads in the worker's payload store, `AGENT_PAYLOAD_STORE`), with the target's API key
+    and TLS, failing within about five seconds when the server is not there."""
+    storage = await open_store(target)
     try:
         return await asyncio.wait_for(
             connect_with_settings(
                 target.settings,
                 target.connection.with_target(target.address, target.namespace),
                 connect_timeout=CONNECT_TIMEOUT,
+                external_storage=storage,
             ),
             timeout=CONNECT_TIMEOUT.total_seconds() + 1,
         )

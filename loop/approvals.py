@@ -17,6 +17,7 @@ from contracts.approvals import (
     HumanDecision,
     PendingRequest,
     RejectSignal,
+    ReplySignal,
     TimeoutAction,
     WaitKind,
 )
@@ -145,7 +146,7 @@ def select_targets(
     of_kind = [p for p in pending.values() if answers(kind, p.kind)]
     noun = kind.noun
     if call_id == ALL_PENDING:
-        if not of_kind:
+        if not of_kind:  # (never kept for later: `*` decides only calls already shown)
             raise DecisionRefused(f"no {noun} is pending")
         if kind is RequestKind.QUESTION and len(of_kind) > 1:
             ids = ", ".join(p.call_id for p in of_kind)
@@ -323,3 +324,36 @@ def bound_approvals(
     if payload.get("call_id") == ALL_PENDING and payload.get("args") is not None and len(shown) > 1:
         return None
     return [{**payload, "call_id": call_id, "args_digest": digest} for call_id, digest in shown]
+
+
+EarlySignal = ApproveSignal | RejectSignal | ReplySignal
+"""A decision signal that named a call before that call was pending (see `keep_early`)."""
+
+MAX_EARLY_DECISIONS = 20
+"""Most decisions a run keeps for calls not pending yet; the oldest goes first."""
+
+
+def is_early(
+    call_id: str, pending: Mapping[str, PendingRequest], decided: Mapping[str, HumanDecision]
+) -> bool:
+    """Whether a decision naming `call_id` is kept for later: it names one call (not `*`) that
+    is neither pending nor decided.
+
+    The race it answers: a worker that dies just after a model reply may already have answered
+    `pending_approvals` from the workflow task it never committed; the next worker replays and
+    gets the person's signal and the reply in one workflow task, and the SDK applies the signal
+    first, when nothing is pending yet. A decision is kept only when it names its call: `*`
+    decides the calls pending when it arrives, never calls the person has not seen."""
+    return call_id != ALL_PENDING and call_id not in pending and call_id not in decided
+
+
+def keep_early(
+    early: Mapping[str, EarlySignal], signal: EarlySignal, limit: int = MAX_EARLY_DECISIONS
+) -> dict[str, EarlySignal]:
+    """`early` with `signal` kept under its call id (a newer decision for the same call replaces
+    the older one), at most `limit` entries: the oldest are dropped."""
+    kept = {call_id: s for call_id, s in early.items() if call_id != signal.call_id}
+    kept[signal.call_id] = signal
+    while len(kept) > limit:
+        kept.pop(next(iter(kept)))
+    return kept

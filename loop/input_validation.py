@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from contracts.agent_input import AgentInput, AgentSettings
 from contracts.agents import AgentProfile
 from contracts.mcp import MCP_TOOL_SEPARATOR
+from contracts.payload_limits import limits_context_of
 from loop.output import FINAL_RESULT_TOOL, STOP_TOOLS_REPLACED_BY_OUTPUT, schema_problem
 from loop.validation_errors import describe_validation_error
 
@@ -29,9 +30,11 @@ def validate_agent_input(
     profiles: Mapping[str, AgentProfile] | None = None,
     *,
     strict: bool = True,
+    payload_store: bool | Callable[[], bool] = False,
 ) -> AgentInput:
     """Parse `raw` (a dict from JSON, or an `AgentInput`); check tool names and the output
-    schema or type.
+    schema or type. `payload_store` (or what it answers, asked only for a value over today's
+    limits): the raised limits of `contracts.payload_limits` apply.
 
     Raises `InvalidAgentInput` with a message such as
     `invalid AgentWorkflow input: max_iterations: Input should be greater than or equal to 1`.
@@ -45,7 +48,9 @@ def validate_agent_input(
         )
     try:
         params = AgentInput.model_validate(
-            raw, strict=None if strict else False, context=None if strict else LEGACY_INPUT
+            raw,
+            strict=None if strict else False,
+            context={**({} if strict else LEGACY_INPUT), **limits_context_of(payload_store)},
         )
     except ValidationError as error:
         raise InvalidAgentInput(
@@ -173,7 +178,9 @@ def link_problem(params: AgentInput, *, parent_id: str | None, continued: bool) 
             f"session: this run was not started by session {params.session.workflow_id!r} (set "
             "by SessionWorkflow for its turn, never by a client)"
         )
-    carried = params.resume is not None or params.resume_context is not None
+    carried = (
+        params.resume is not None or params.resume_context is not None or params.stream is not None
+    )
     if carried and not continued and params.session is None:
         return (
             "resume: set by the run itself when it continues-as-new (or by its session when a "

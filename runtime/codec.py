@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from google.protobuf.message import DecodeError
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 
 # The keys' format lives in runtime.payload_keys (runtime.settings validates the variables with
 # it); the names are re-exported here, where users of the codec look for them.
@@ -166,16 +166,22 @@ def data_converter(
     key: bytes | None,
     key_id: str = DEFAULT_KEY_ID,
     previous_keys: Mapping[str, bytes] | None = None,
+    external_storage: ExternalStorage | None = None,
 ) -> DataConverter:
-    """The pydantic data converter, encrypting payloads when a key is given.
+    """The pydantic data converter, encrypting payloads when a key is given, and storing
+    large ones outside history with `external_storage` (runtime/payload_store.py: the SDK
+    encrypts first, so the store holds ciphertext).
 
-    Without `key` and `previous_keys` this is `pydantic_data_converter` itself. With only
-    `previous_keys` the codec is decode-only (for switching encryption off again).
+    Without `key`, `previous_keys` and `external_storage` this is `pydantic_data_converter`
+    itself. With only `previous_keys` the codec is decode-only (for switching encryption off).
     """
+    converter = pydantic_data_converter
+    if external_storage is not None:
+        converter = dataclasses.replace(converter, external_storage=external_storage)
     if key is None and not previous_keys:
-        return pydantic_data_converter
+        return converter
     codec = EncryptionCodec(key, key_id, previous_keys)
-    return dataclasses.replace(pydantic_data_converter, payload_codec=codec)
+    return dataclasses.replace(converter, payload_codec=codec)
 
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> EncryptionCodec | None:

@@ -1,17 +1,20 @@
-"""A Temporal codec server: lets the Web UI and the `temporal` CLI show encrypted payloads.
+"""A Temporal codec server: lets the Web UI and the `temporal` CLI show encrypted payloads,
+and payloads stored outside history (`AGENT_PAYLOAD_STORE`, runtime/payload_store.py).
 
     python -m runtime.codec_server --port 8081 [--origin http://localhost:8233] [--host 127.0.0.1]
 
 It speaks the remote codec protocol: `POST <endpoint>/decode` and `POST <endpoint>/encode` with
 the JSON form of `temporal.api.common.v1.Payloads`, i.e.
 `{"payloads": [{"metadata": {"encoding": "<base64>"}, "data": "<base64>"}]}`, and answers in the
-same form. Browsers from the `--origin`s (the Web UI) may call it (CORS).
+same form. Browsers from the `--origin`s (the Web UI) may call it (CORS). `/decode` fetches a
+stored payload from the store its reference names (the store the worker uses: the same
+`AGENT_PAYLOAD_STORE` and its default), then decrypts it; `/encode` only encrypts.
 
 Settings (runtime/settings.py): AGENT_PAYLOAD_KEY (base64 AES-256 key), AGENT_PAYLOAD_KEY_ID
 (default "default"), AGENT_PAYLOAD_PREVIOUS_KEYS (`id=base64key,...`, decode only),
 AGENT_CODEC_TOKEN: when set, every /encode and /decode request must carry
 `Authorization: Bearer <token>` (`temporal ... --codec-auth "Bearer <token>"`), else it gets
-401; LOG_LEVEL and LOG_FORMAT.
+401; AGENT_PAYLOAD_STORE (with a store and no key it only fetches); LOG_LEVEL and LOG_FORMAT.
 
 Served by aiohttp (the `crypto` extra); it binds to 127.0.0.1 unless told otherwise.
 """
@@ -27,15 +30,19 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
 
 from aiohttp import web
 from google.protobuf import json_format
-from temporalio.api.common.v1 import Payloads
+from temporalio.api.common.v1 import Payload, Payloads
+from temporalio.converter import ExternalStorage
 
 from runtime.codec import EncryptionCodec, PayloadDecryptionError, codec_for
 from runtime.log_format import configure_logging
+from runtime.payload_store import OFF, PayloadStoreError, StoreSpec, external_storage, retrieve
 from runtime.settings import AgentSettings, SettingsError
+from runtime.temporal_client import payload_store_of
 
 log = logging.getLogger("codec_server")
 
@@ -73,13 +80,20 @@ class CodecHTTPServer:
 
     def __init__(
         self,
-        codec: EncryptionCodec,
+        codec: EncryptionCodec | None,
         host: str = "127.0.0.1",
         port: int = DEFAULT_PORT,
         origins: Iterable[str] = DEFAULT_ORIGINS,
         token: str | None = None,
+        store: StoreSpec = OFF,
     ) -> None:
+        if codec is None and not store.on:
+            raise ValueError("a codec server needs a key, a payload store, or both")
         self.codec = codec
+        self.store = store
+        """Where `/decode` fetches stored payloads from (opened with the server)."""
+        self._storage: ExternalStorage | None = None
+        self._resources = AsyncExitStack()
         self.host = host
         self.origins = frozenset(o.rstrip("/") for o in origins)
         self.token = token or None
@@ -152,13 +166,23 @@ class CodecHTTPServer:
             return _json_error(400, f"body is not JSON Payloads: {error}")
         try:
             if request.match_info["operation"] == "encode":
-                result = [self.codec.encrypt(p) for p in payloads.payloads]
+                result = [self._encrypt(p) for p in payloads.payloads]
             else:
-                result = [self.codec.decrypt(p) for p in payloads.payloads]
-        except PayloadDecryptionError as error:
+                result = [await self._decode(p) for p in payloads.payloads]
+        except (PayloadDecryptionError, PayloadStoreError) as error:
             return _json_error(400, str(error))
         out = json_format.MessageToJson(Payloads(payloads=result), indent=None)
         return web.Response(body=out.encode(), content_type="application/json")
+
+    def _encrypt(self, payload: Payload) -> Payload:
+        return self.codec.encrypt(payload) if self.codec is not None else payload
+
+    async def _decode(self, payload: Payload) -> Payload:
+        """A stored payload fetched (the reference left as it is without a store), then
+        decrypted."""
+        if self._storage is not None:
+            payload = await retrieve(self._storage, payload)
+        return self.codec.decrypt(payload) if self.codec is not None else payload
 
     # -- serving -------------------------------------------------------------------------------
 
@@ -174,12 +198,14 @@ class CodecHTTPServer:
 
     async def open(self) -> None:
         """Listen on the running event loop (OSError when the port is taken)."""
+        self._storage = await self._resources.enter_async_context(external_storage(self.store))
         runner = web.AppRunner(self.application(), access_log=log, shutdown_timeout=2.0)
         await runner.setup()
         try:
             await web.TCPSite(runner, self.host, self._port).start()
         except BaseException:
             await runner.cleanup()
+            await self._resources.aclose()
             raise
         self._runner = runner
         self._port = int(runner.addresses[0][1])
@@ -188,6 +214,8 @@ class CodecHTTPServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._resources.aclose()
+        self._storage = None
 
     async def _close_loop(self) -> None:
         """`close`, then end what is left on the thread's loop (idle keep-alive connections)."""
@@ -241,15 +269,18 @@ def server_for(
     port: int = DEFAULT_PORT,
     origins: Iterable[str] = DEFAULT_ORIGINS,
 ) -> CodecHTTPServer:
-    """A codec server (not yet listening) with the key(s) and token of the settings."""
+    """A codec server (not yet listening) with the key(s), the token and the payload store
+    of the settings (the store `runtime.temporal_client.payload_store_of` names: the worker's)."""
     codec = codec_for(settings)
-    if codec is None:
+    store = payload_store_of(settings)
+    if codec is None and not store.on:
         raise ValueError(
-            "AGENT_PAYLOAD_KEY is not set: the codec server needs the key the worker uses "
-            "(generate one with `python -m runtime.codec`)"
+            "AGENT_PAYLOAD_KEY is not set and AGENT_PAYLOAD_STORE is off: the codec server "
+            "needs the key the worker uses (generate one with `python -m runtime.codec`) or "
+            "its payload store"
         )
     token = settings.codec_token.get_secret_value() if settings.codec_token else None
-    return CodecHTTPServer(codec, host=host, port=port, origins=origins, token=token)
+    return CodecHTTPServer(codec, host=host, port=port, origins=origins, token=token, store=store)
 
 
 def server_from_env(
@@ -271,10 +302,12 @@ async def _serve(server: CodecHTTPServer) -> None:
             TOKEN_ENV,
         )
     log.info(
-        "codec server on %s (key ids: %s; encrypting with %r; token %s; CORS origins: %s)",
+        "codec server on %s (key ids: %s; encrypting with %r; payload store %s; token %s; "
+        "CORS origins: %s)",
         server.url,
-        ", ".join(server.codec.key_ids),
-        server.codec.key_id,
+        ", ".join(server.codec.key_ids) if server.codec else "none",
+        server.codec.key_id if server.codec else None,
+        server.store.describe(),
         "required" if server.token else "not required",
         ", ".join(sorted(server.origins)),
     )

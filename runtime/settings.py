@@ -119,6 +119,12 @@ class AgentSettings(BaseSettings):
     | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
     | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
     | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
+    | AGENT_CACHE_AFFINITY | `false`: no worker-specific queue for model calls | true |
+    | AGENT_DEPLOYMENT_NAME / AGENT_BUILD_ID | join this Worker Deployment version (both) | unset |
+    | AGENT_PAYLOAD_STORE | `file:<dir>`, `s3://<bucket>`, `off`: big payloads out of history | * |
+
+    (*) `file:.temporal/payloads` when no server is configured (a local dev server), else off.
+    docs/fleet.md: cache affinity, Worker Versioning, the payload store.
     | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
     | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
     | OTEL_ENABLED | `1`/`true`: OpenTelemetry tracing (`otel` extra) | off |
@@ -162,6 +168,12 @@ class AgentSettings(BaseSettings):
     memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
+    cache_affinity: bool = _env("AGENT_CACHE_AFFINITY", default=True)
+    # -- Worker Versioning (docs/fleet.md): both set, or neither
+    deployment_name: str | None = _env("AGENT_DEPLOYMENT_NAME", default=None)
+    build_id: str | None = _env("AGENT_BUILD_ID", default=None)
+    # -- external payload storage (runtime/payload_store.py); None: the default for the server
+    payload_store: str | None = _env("AGENT_PAYLOAD_STORE", default=None)
     # -- payload encryption and the codec server
     payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
     payload_key_id: str = _env(PAYLOAD_KEY_ID_ENV, default=DEFAULT_KEY_ID, min_length=1)
@@ -270,6 +282,24 @@ class AgentSettings(BaseSettings):
         if value is not None:
             parse_keyring(value.get_secret_value(), PREVIOUS_KEYS_ENV)
         return value
+
+    @field_validator("payload_store")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        if value is not None:
+            from runtime.payload_store import parse_store
+
+            parse_store(value)
+        return value
+
+    @model_validator(mode="after")
+    def _deployment_pair(self) -> AgentSettings:
+        if (self.deployment_name is None) != (self.build_id is None):
+            missing = "AGENT_BUILD_ID" if self.build_id is None else "AGENT_DEPLOYMENT_NAME"
+            raise ValueError(
+                f"{missing}: set AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID together (or neither)"
+            )
+        return self
 
     @field_validator("log_level", mode="before")
     @classmethod

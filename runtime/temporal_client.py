@@ -14,16 +14,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from pydantic import SecretStr
 from temporalio.client import Client, Interceptor
+from temporalio.converter import ExternalStorage
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
 from runtime.codec import DEFAULT_KEY_ID, data_converter
+from runtime.payload_store import StoreSpec, external_storage, store_spec
 from runtime.settings import DEFAULT_NAMESPACE, AgentSettings, SettingsError
 
 log = logging.getLogger("temporal_client")
@@ -145,11 +148,12 @@ async def connect_with_settings(
     *,
     interceptors: Sequence[Interceptor] = (),
     connect_timeout: timedelta | None = None,
+    external_storage: ExternalStorage | None = None,
 ) -> Client:
     """A client for `connection` (default: `load_connection(settings)`) with the payload keys of
     `settings` (`AGENT_PAYLOAD_KEY`, its id, the previous keys), so the worker and the `agent`
-    CLI encrypt and decrypt alike. Workers built on it use the same converter and
-    `interceptors` (tracing)."""
+    CLI encrypt and decrypt alike, and the payload store `open_payload_store` opened for them.
+    Workers built on it use the same converter and `interceptors` (tracing)."""
     connection = connection or load_connection(settings)
     log.info("connecting to %s", connection.describe())
     return await Client.connect(
@@ -161,6 +165,28 @@ async def connect_with_settings(
         interceptors=interceptors,
         connect_timeout=connect_timeout,
         data_converter=data_converter(
-            settings.payload_key_bytes, settings.payload_key_id, settings.previous_keys
+            settings.payload_key_bytes,
+            settings.payload_key_id,
+            settings.previous_keys,
+            external_storage,
         ),
     )
+
+
+def payload_store_of(
+    settings: AgentSettings, connection: TemporalConnection | None = None
+) -> StoreSpec:
+    """The payload store `AGENT_PAYLOAD_STORE` names, or its default: `file:.temporal/payloads`
+    when nothing names a server (a local dev server, embedded or found), else off."""
+    connection = connection or load_connection(settings)
+    return store_spec(settings.payload_store, server_configured=connection.address is not None)
+
+
+@asynccontextmanager
+async def open_payload_store(
+    settings: AgentSettings, connection: TemporalConnection | None = None
+) -> AsyncIterator[ExternalStorage | None]:
+    """The external storage every process of the project opens the same way (worker, CLI,
+    codec server), for `connect_with_settings(external_storage=...)`."""
+    async with external_storage(payload_store_of(settings, connection)) as storage:
+        yield storage

@@ -9,6 +9,9 @@ must be registered beside the workflows: it is, since `ToolOptions` refuses `loc
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,17 +19,27 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from temporalio import workflow
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Interceptor, PollerBehaviorSimpleMaximum, Replayer, Worker
+from temporalio.worker import (
+    Interceptor,
+    PollerBehaviorSimpleMaximum,
+    Replayer,
+    Worker,
+    WorkerDeploymentConfig,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.chat_model import ChatModel
+from activities.code_sandbox import run_script_step
 from activities.context_cache import ContextCache
 from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
 from activities.worker_policy import worker_policy_activity
 from contracts.policy import WorkerPolicy
+from runtime.settings import AgentSettings
 from tools.catalog import CATALOG, Catalog
 from tools.definition import Tool
 from tools.memory_store import MemoryStore
@@ -61,6 +74,9 @@ class WorkerTuning:
       sandbox, are what keeps the loop's code deterministic.
     - `eager_activities`: ask the server to hand an activity scheduled by a workflow task
       straight back to this worker (used only when the server allows it).
+    - `cache_affinity`: a second worker on a task queue of this process alone runs
+      `call_model` too, and every model reply names that queue, so a run's next model call
+      goes to the worker whose context cache holds its conversation (docs/fleet.md).
     """
 
     max_cached_workflows: int = 1000
@@ -70,9 +86,10 @@ class WorkerTuning:
     activity_task_pollers: int | None = None
     sandbox: Literal["passthrough", "default", "off"] = "passthrough"
     eager_activities: bool = True
+    cache_affinity: bool = True
 
     def worker_options(self) -> dict[str, Any]:
-        """Keyword arguments of `Worker` for these settings."""
+        """Keyword arguments of `Worker` for these settings (`cache_affinity` is not one)."""
         options: dict[str, Any] = {
             "max_cached_workflows": self.max_cached_workflows,
             "max_concurrent_workflow_tasks": self.max_concurrent_workflow_tasks,
@@ -98,6 +115,46 @@ class WorkerTuning:
         elif self.sandbox != "default":
             raise ValueError(f"sandbox must be default, passthrough or off, got {self.sandbox!r}")
         return options
+
+
+def worker_queue_name(task_queue: str) -> str:
+    """A task queue of this worker process alone (host, pid and a random part: a restarted
+    worker, whose cache is empty, gets a new one), polled only for `call_model`."""
+    return f"{task_queue}@{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+VERSIONING_BEHAVIOR: dict[type, VersioningBehavior] = {
+    AgentWorkflow: VersioningBehavior.PINNED,
+    SessionWorkflow: VersioningBehavior.AUTO_UPGRADE,
+}
+"""What each workflow does when a new version becomes current (docs/fleet.md): a run finishes
+on the build it started on (pinned: its code never changes under it, however long it waits);
+a session, open for days, moves to the current build at its next workflow task (its code
+changes are behind `workflow.patched`, so the new build replays its history)."""
+
+
+def deployment_config(settings: AgentSettings) -> WorkerDeploymentConfig | None:
+    """The Worker Deployment version `AGENT_DEPLOYMENT_NAME` and `AGENT_BUILD_ID` name (None:
+    an unversioned worker)."""
+    if settings.deployment_name is None or settings.build_id is None:
+        return None
+    return WorkerDeploymentConfig(
+        version=WorkerDeploymentVersion(settings.deployment_name, settings.build_id),
+        use_worker_versioning=True,
+    )
+
+
+def declare_versioning(versioned: bool) -> None:
+    """Give the workflows their `VERSIONING_BEHAVIOR`, or none for an unversioned worker.
+
+    Not in `@workflow.defn`: the SDK sends a declared behaviour with every workflow task
+    completion, and the server refuses it from a worker that is not versioned ("versioning
+    behavior cannot be specified without deployment options being set with versioned mode"),
+    so each run would retry its first workflow task forever under `make run`. The definition
+    is the class's, shared by every worker of the process: one process is versioned or not."""
+    for cls, behavior in VERSIONING_BEHAVIOR.items():
+        defn = workflow._Definition.must_from_class(cls)
+        object.__setattr__(defn, "versioning_behavior", behavior if versioned else None)
 
 
 def workflow_interceptors(catalog: Catalog) -> list[Interceptor]:
@@ -130,6 +187,8 @@ def build_workers(
     mcp: McpServers | None = None,
     memory: MemoryStore | None = None,
     tuning: WorkerTuning | None = None,
+    deployment: WorkerDeploymentConfig | None = None,
+    large_payloads: bool | None = None,
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per extra tool task queue.
 
@@ -141,12 +200,26 @@ def build_workers(
     `list_mcp_tools` and every `<server>__<tool>` call.
     `memory` is the long-term memory store the memory tools use (opened and closed by the
     caller); without one they answer that memory is not set up.
-    `tuning`: cache, slots, pollers, sandbox (see `WorkerTuning`).
+    `tuning`: cache, slots, pollers, sandbox, cache affinity (see `WorkerTuning`).
+    `deployment`: the Worker Deployment version every worker of the process joins (None:
+    unversioned). `large_payloads`: an external payload store is on (runtime/payload_store),
+    so the runs' size limits are the raised ones (`contracts.payload_limits`): the catalog
+    the workflows read says so, and the tool activities know it. None: whether the client's
+    data converter stores payloads externally.
     """
+    if large_payloads is None:
+        large_payloads = client.data_converter.external_storage is not None
+    catalog = catalog.with_large_payloads(large_payloads or catalog.large_payloads)
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
     throttle = timedelta(seconds=1)
-    options = (tuning or WorkerTuning()).worker_options()
+    tuning = tuning or WorkerTuning()
+    options = tuning.worker_options()
+    if deployment is not None and tuning.sandbox == "default":
+        raise ValueError(  # the sandbox's own copy of a workflow class would lack its behaviour
+            "a versioned worker (AGENT_DEPLOYMENT_NAME) needs sandbox passthrough or off"
+        )
+    declare_versioning(deployment is not None)
 
     def worker(
         queue: str, activities: Sequence[Callable[..., Any]], workflows: Sequence[type] = ()
@@ -164,6 +237,7 @@ def build_workers(
             sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
             # More payloads than a handler takes fail the run or are refused, never the task.
             interceptors=workflow_interceptors(catalog),
+            deployment_config=deployment,
             **options,
         )
 
@@ -175,20 +249,26 @@ def build_workers(
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in catalog.tools.all():
         by_queue[item.options.task_queue or task_queue].append(item)
+    own_queue = worker_queue_name(task_queue) if tuning.cache_affinity else None
+    models = ModelActivities(model, cache=context_cache, worker_queue=own_queue)
     main = worker(
         task_queue,
         [
-            ModelActivities(model, cache=context_cache).call_model,
+            models.call_model,
             worker_policy_activity(policy or WorkerPolicy()),
+            run_script_step,
             *mcp_calls,
-            *tool_activities(by_queue.pop(task_queue, []), workspace, memory),
+            *tool_activities(
+                by_queue.pop(task_queue, []), workspace, memory, catalog.large_payloads
+            ),
         ],
         [AgentWorkflow, SessionWorkflow],
     )
     return [
         main,
+        *([worker(own_queue, [models.call_model])] if own_queue is not None else []),
         *(
-            worker(queue, tool_activities(tools, workspace, memory))
+            worker(queue, tool_activities(tools, workspace, memory, catalog.large_payloads))
             for queue, tools in by_queue.items()
         ),
     ]

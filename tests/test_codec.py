@@ -469,12 +469,14 @@ def test_codec_server_cors_and_errors(codec_server: CodecHTTPServer) -> None:
 
 def test_codec_server_from_env_and_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="AGENT_PAYLOAD_KEY is not set"):
-        server_from_env(port=0, env={})
+        server_from_env(port=0, env={"AGENT_PAYLOAD_STORE": "off"})
     env = {"AGENT_PAYLOAD_KEY": generate_key(), "AGENT_CODEC_TOKEN": "t"}
     with server_from_env(port=0, env=env) as server:
-        assert server.token == "t" and server.codec.key_id == "default"
+        assert server.token == "t" and server.codec is not None
+        assert server.codec.key_id == "default"
     monkeypatch.delenv("AGENT_PAYLOAD_KEY", raising=False)
     monkeypatch.delenv("AGENT_PAYLOAD_PREVIOUS_KEYS", raising=False)
+    monkeypatch.setenv("AGENT_PAYLOAD_STORE", "off")  # (with a store it serves without a key)
     with pytest.raises(SystemExit) as caught:
         main(["--port", "0"])
     assert caught.value.code == 2

@@ -19,10 +19,14 @@ What is retried (seed 003: a tool's own errors are not retried, transport proble
 - `ToolError`, and any other exception from the tool's own logic, goes back to the model at once
   as an `Error: ...` observation. Retrying a bug or a refusal would only repeat its side effects.
 - Transient failures are retried with backoff: `TransientToolError` (raise it, or raise from it,
-  to mark a failure as transient), `ConnectionError`, `TimeoutError`, HTTP transport errors, an
-  attempt that times out, and a worker lost mid-call.
+  to mark a failure as transient), `ConnectionError`, `TimeoutError`, HTTP transport errors,
+  and a worker lost mid-call (its heartbeat timeout).
 - A tool that passes `retry_policy=RetryPolicy(...)` opts in: every exception except `ToolError`
   is retried per that policy (for tools whose failures are usually transient).
+- An attempt that exceeds `start_to_close_timeout` is not retried (seed 001: the agent reads
+  `Error: timed out after 30s` at once, not after three slow attempts), unless the tool opts in
+  with `retry_on_timeout=True`: then it is retried per its policy and the agent reads
+  `Error: timed out after 3 attempts of 30s`.
 When retries are used up the failure also becomes an observation (unless `on_error="stop"`).
 """
 
@@ -76,6 +80,21 @@ class ToolContext(BaseModel):
     memory: MemoryStore | None = Field(default=None, repr=False, exclude=True)
     """The worker's long-term memory store (`tools.memory_store`), opened at worker start;
     None on a worker built without one."""
+    reporter: Callable[[str, float | None], None] | None = Field(
+        default=None, repr=False, exclude=True
+    )
+    """Where `progress` goes (set by the tool's activity; None: nowhere)."""
+    large_payloads: bool = False
+    """The worker stores large payloads outside history: the raised limits of
+    `contracts.payload_limits` apply to what the tool returns."""
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        """Report how far the call is: a heartbeat (its details show in the Web UI) and a
+        `tool_progress` event on the run's stream, which `status` shows for the running call.
+        `fraction` is how much is done, 0 to 1, if known. Reports close together are
+        coalesced (the latest wins); it never fails the tool."""
+        if self.reporter is not None:
+            self.reporter(message, fraction)
 
 
 TRANSIENT_RETRY = RetryPolicy(
@@ -93,6 +112,7 @@ class ToolSettings(TypedDict, total=False):
     start_to_close_timeout: timedelta
     heartbeat_timeout: timedelta
     retry_policy: RetryPolicy
+    retry_on_timeout: bool
     task_queue: str
     on_error: Literal["continue", "stop"]
     requires_approval: bool | Callable[[Any], bool]
@@ -113,10 +133,13 @@ class ToolOptions:
     """How Temporal runs a tool, in Temporal's own types.
 
     - `start_to_close_timeout`: time limit of one attempt.
-    - `heartbeat_timeout`: a worker that dies mid-call is noticed after it; the tool heartbeats
-      four times within it (at least every second) so cancellation arrives promptly.
+    - `heartbeat_timeout`: a worker that dies mid-call is noticed after it (at most half of
+      `start_to_close_timeout`: `lost_worker_timeout`); the tool heartbeats four times within
+      it (at least every second) so cancellation arrives promptly.
     - `retry_policy`: None retries transient failures only (`TRANSIENT_RETRY`); a policy opts
       every exception but `ToolError` into retries (see the module docstring).
+    - `retry_on_timeout`: retry an attempt that exceeds `start_to_close_timeout` (per the retry
+      policy); by default the timeout goes to the model at once.
     - `task_queue`: run the tool's activity on workers of another queue (say, with a GPU).
     - `on_error`: `continue` turns a failure into an observation; `stop` fails the whole run.
     - `requires_approval`: True, or a predicate on the validated arguments.
@@ -151,6 +174,7 @@ class ToolOptions:
     start_to_close_timeout: timedelta = timedelta(seconds=30)
     heartbeat_timeout: timedelta = timedelta(seconds=10)
     retry_policy: RetryPolicy | None = None
+    retry_on_timeout: bool = False
     task_queue: str | None = None
     on_error: Literal["continue", "stop"] = "continue"
     requires_approval: bool | Callable[[Any], bool] = False
@@ -189,6 +213,16 @@ class ToolOptions:
                     "tool option local=True is only for cheap, pure, idempotent tools; it cannot "
                     "be combined with " + "; ".join(clashes)
                 )
+
+    @property
+    def lost_worker_timeout(self) -> timedelta:
+        """The heartbeat timeout the activity is scheduled with: `heartbeat_timeout`, at most
+        half of `start_to_close_timeout`. A worker that dies mid-call is noticed (and the call
+        retried) only if the heartbeat timeout fires before the attempt's start-to-close
+        timeout, which is not retried: at equal values (10 s, `write_file`'s) the start-to-close
+        fired first, so an approved write whose worker was killed read `Error: timed out` and
+        was never written (docs/fleet.md)."""
+        return min(self.heartbeat_timeout, self.start_to_close_timeout / 2)
 
     @property
     def retries_everything(self) -> bool:

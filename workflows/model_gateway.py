@@ -25,6 +25,7 @@ from temporalio.exceptions import (
     ApplicationError,
     RetryState,
     TimeoutError,
+    TimeoutType,
     is_cancelled_exception,
 )
 from temporalio.workflow import ActivityCancellationType, ActivityConfig
@@ -38,12 +39,14 @@ with workflow.unsafe.imports_passed_through():
         MODEL_UNUSABLE,
         NO_PRICE_FOR_MODEL,
     )
+    from contracts.events import ModelCallStarted
     from contracts.messages import ChatMessage
     from contracts.model_io import (
         CALL_MODEL_ACTIVITY,
         LEGACY_MISS,
         CachedConversation,
         ContextDelta,
+        ModelEvents,
         ModelReply,
         ModelRequest,
         ToolSchema,
@@ -62,9 +65,13 @@ with workflow.unsafe.imports_passed_through():
     from loop.output import OutputSpec, response_format
     from loop.progress import ModelAnswer
     from loop.summaries import model_call_summary
+    from workflows.run_events import RunEvents
     from workflows.run_log import RunLog, ms_since
 
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+AFFINITY_FALLBACK = timedelta(seconds=5)
+"""How long a model call waits on the worker-specific queue of the worker that holds its
+conversation before it goes to the shared queue instead (that worker is gone or stuck)."""
 Purpose = Literal["turn", "final_answer", "summary"]
 
 
@@ -94,6 +101,12 @@ def failure_of(error: ActivityError) -> tuple[str, bool]:
     exhausted = error.retry_state in (RetryState.MAXIMUM_ATTEMPTS_REACHED, RetryState.TIMEOUT)
     rejected = isinstance(cause, ApplicationError) and cause.type == MODEL_REQUEST_REJECTED
     return detail, exhausted and not rejected
+
+
+def worker_gone(error: ActivityError) -> bool:
+    """Whether no worker started the activity in time: its schedule-to-start timeout fired."""
+    cause = error.cause
+    return isinstance(cause, TimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START
 
 
 def failures_text(failures: list[ModelFailure]) -> str:
@@ -127,8 +140,11 @@ class ModelGateway:
         log: RunLog,
         conversation: CachedConversation,
         output: OutputSpec | None = None,
+        events: RunEvents | None = None,
     ):
         self._params = params
+        self._run_events = events
+        """Where the gateway announces each call (`model_call_started`); None: nowhere."""
         self._config = model_activity_config(params)
         self._models: list[str | None] = [params.model, *params.fallback_models]
         """In the order they are tried; None is the worker's default model."""
@@ -141,6 +157,13 @@ class ModelGateway:
         """The cache entry's `sequence` after this gateway's last call: while it is still the
         entry's, the cache holds this gateway's conversation and a delta only appends."""
         self._tools: tuple[list[ToolSchema], str] | None = None
+        session = params.session
+        self._events = (
+            ModelEvents(session_turn=session.turn if session is not None else None)
+            if params.stream_deltas
+            else None
+        )
+        """What each call's activity needs to publish its deltas (None: `stream_deltas` off)."""
 
     async def ask(
         self,
@@ -236,7 +259,8 @@ class ModelGateway:
         try:
             answer = await self._call(asked.model_copy(update={"context": delta}))
             if answer is None:  # the worker does not hold what the delta builds on: send all
-                answer = await self._call(request.model_copy(update={"context": whole}))
+                whole_request = request.model_copy(update={"context": whole})
+                answer = await self._call(whole_request, announce=False)
         except BaseException:
             held.forget()
             raise
@@ -269,17 +293,49 @@ class ModelGateway:
         reply = normalize_reply(answer.reply, pad.iteration)
         return ModelAnswer(reply, answer.call, answer.cost_usd)
 
-    async def _call(self, request: ModelRequest) -> ModelAnswer | None:
+    def _affinity(self, request: ModelRequest) -> str | None:
+        """The worker-specific task queue to send `request` to: the one whose worker holds the
+        conversation, for a call with a context delta (None: the run's own queue).
+
+        No patch: the queue comes from a recorded reply (`ModelReply.worker_queue`), so a run
+        recorded before affinity existed has none and replays scheduling as it did, and replay
+        compares an activity's type and id, not its task queue."""
+        queue = self._conversation.worker_queue
+        return queue if request.context is not None else None
+
+    def _announced(self, request: ModelRequest, model: str | None) -> bool:
+        """Publish the call's `model_call_started` (attempt 1) from the workflow, where the run
+        has a stream; whether it was published. (No patch: publishing is no command, and no
+        release had the stream without this event, so no stream's offsets shift on replay.)"""
+        if self._run_events is None:
+            return False
+        self._run_events.emit(
+            ModelCallStarted, model_call=request.turn, model=model, purpose=request.purpose
+        )
+        return True
+
+    async def _call(self, request: ModelRequest, *, announce: bool = True) -> ModelAnswer | None:
         """Run the `call_model` activity with each model in turn until one answers; None when
-        the worker's context cache missed (nothing was asked)."""
+        the worker's context cache missed (nothing was asked), or when the worker that holds
+        the conversation is gone (its queue's schedule-to-start timeout: the caller resends the
+        whole conversation on the run's own queue)."""
         started = workflow.now()
         failures: list[ModelFailure] = []
-        for index, model in enumerate(self._models):
-            asked = request.model_copy(update={"model": model})
+        index = 0
+        while index < len(self._models):
+            model = self._models[index]
+            events = self._events
+            if announce and self._announced(request, model) and events is not None:
+                events = events.model_copy(update={"announced": True})
+            asked = request.model_copy(update={"model": model, "events": events})
             config: ActivityConfig = {
                 **self._config,
                 "summary": model_call_summary(model, request.turn, request.purpose),
             }
+            queue = self._affinity(request)
+            if queue is not None:
+                config["task_queue"] = queue
+                config["schedule_to_start_timeout"] = AFFINITY_FALLBACK
             try:
                 reply = await workflow.execute_activity(
                     CALL_MODEL_ACTIVITY, asked, result_type=ModelReply, **config
@@ -287,6 +343,19 @@ class ModelGateway:
             except ActivityError as error:
                 if is_cancelled_exception(error):
                     raise
+                if queue is not None and worker_gone(error):
+                    self._log(
+                        "no worker took turn %d's model call on %s within %ds: sending it to "
+                        "the shared queue",
+                        request.turn,
+                        queue,
+                        AFFINITY_FALLBACK.total_seconds(),
+                        outcome="affinity_fallback",
+                    )
+                    self._conversation.worker_queue = None
+                    if request.context is not None and request.context.held:
+                        return None  # another worker lacks what the delta builds on
+                    continue  # a whole conversation: the same call on the shared queue
                 detail, may_fall_back = failure_of(error)
                 name = model or "the default model"
                 failures.append(ModelFailure(model=name, error=detail))
@@ -300,6 +369,7 @@ class ModelGateway:
                         model=name,
                         outcome="fallback",
                     )
+                    index += 1
                     continue
                 raise ApplicationError(
                     f"model call failed at turn {request.turn}: "
@@ -309,6 +379,8 @@ class ModelGateway:
                 ) from error
             if reply.context_cache_miss:
                 return None
+            if request.context is not None and reply.worker_queue is not None:
+                self._conversation.worker_queue = reply.worker_queue
             return self._answer(request, reply, started, failures)
         raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
 
@@ -343,6 +415,8 @@ class ModelGateway:
             finish_reason=reply.finish_reason,
             started_at=started,
             finished_at=workflow.now(),
+            reasoning_chars=len(reply.reasoning_content or ""),
+            reasoning=reply.reasoning_content if self._params.record_reasoning else None,
         )
         return ModelAnswer(reply, call, self._cost(reply))
 

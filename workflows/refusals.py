@@ -12,10 +12,14 @@ sender sent none) and reads it here, so nothing the SDK could fail to decode rea
   to answer).
 
 More payloads than one are refused before any handler runs (`workflows.input_guard`).
+
+How big a value may be depends on the worker: with a payload store the raised limits of
+`contracts.payload_limits` apply (`limits_context`, behind `LARGE_PAYLOADS_PATCH`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NoReturn, TypeVar
 
 from temporalio import workflow
@@ -26,8 +30,10 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
+    from contracts.payload_limits import TODAY, limits_context_of
     from loop.input_shape import shape_problem
     from loop.validation_errors import describe_validation_error
+    from workflows.worker_catalog import worker_catalog
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -35,9 +41,27 @@ NO_INPUT = RawValue(Payload())
 """The default of every handler's raw parameter: what a handler sees when the sender sent no
 payload at all (`temporal workflow signal` without `--input`, the Web UI's empty dialog)."""
 
-MAX_SIGNAL_PAYLOAD_BYTES = 256 * 1024
+MAX_SIGNAL_PAYLOAD_BYTES = TODAY.signal_bytes
 """Largest signal or update payload taken (Temporal warns above this size; its hard limit is
 2 MB). A start's input is bounded by its fields instead (a prompt, a history)."""
+
+
+LARGE_PAYLOADS_PATCH = "large-payloads"
+"""Runs recorded before the raised limits refused what was over today's; they replay so."""
+
+
+def raised_limits() -> bool:
+    """Whether a value over today's limits may use the raised ones: this worker stores large
+    payloads outside history (its catalog says so), and the run takes the rule. Asked only for
+    such a value (through `limits_context`), so runs recorded before replay as they ran. Not
+    from an update validator: it cannot record the patch."""
+    return worker_catalog().large_payloads and workflow.patched(LARGE_PAYLOADS_PATCH)
+
+
+def limits_context() -> dict[str, Any]:
+    """The validation context of what a run reads: the raised limits where `raised_limits`
+    says so, else today's."""
+    return limits_context_of(raised_limits)
 
 
 class BadInput(ValueError):
@@ -102,10 +126,13 @@ def parse_or_refuse(
     *,
     max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES,
     missing: Any = _REQUIRED,
+    context: Mapping[str, Any] | None = None,
 ) -> ModelT:
-    """`raw` as `model`, or a refusal: `invalid <what>: field: problem; ...`."""
+    """`raw` as `model`, or a refusal: `invalid <what>: field: problem; ...`. `context` is
+    the validation context (`limits_context`: the worker's size limits)."""
     try:
-        return model.model_validate(read_payload(raw, max_bytes=max_bytes, missing=missing))
+        value = read_payload(raw, max_bytes=max_bytes, missing=missing)
+        return model.model_validate(value, context=dict(context) if context else None)
     except BadInput as error:
         refuse(f"invalid {what}: {error}", error_type)
     except ValidationError as error:

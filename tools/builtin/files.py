@@ -7,11 +7,14 @@ hang the activity), and must be a regular file. Its `precheck` applies the same 
 the string (`path_problem`), so when a run's policy makes a read wait for a person, a path that
 can never be read is refused before anyone is asked.
 
-Output: the text, at most `max_chars` characters. Notes for the model are appended in square
-brackets on their own line after a blank line: when the text was truncated, and when the file
-is not valid UTF-8 (undecodable bytes are replaced with U+FFFD, one per byte, rather than
-failing). Files containing NUL bytes are refused as binary. An empty file returns a note
-saying so, so the model does not mistake it for a failure.
+Output: the text, at most `max_chars` characters: up to 200 000, or 8 000 000 on a worker that
+stores large payloads outside history (`contracts.payload_limits`; the workflow and the
+activity check `max_chars` against the worker's limits, and refuse a bigger one naming the
+field). Notes for the model are appended in square brackets on their own line after a blank
+line: when the text was truncated, and when the file is not valid UTF-8 (undecodable bytes are
+replaced with U+FFFD, one per byte, rather than failing). Files containing NUL bytes are
+refused as binary. An empty file returns a note saying so, so the model does not mistake it for
+a failure.
 
 The blocking I/O runs in a thread (`asyncio.to_thread`) so the worker's event loop is not held.
 """
@@ -25,13 +28,15 @@ import stat
 from datetime import timedelta
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from contracts.payload_limits import STORED, TODAY, limits, within
 from tools.builtin.workspace import path_problem, resolve_in_workspace
 from tools.definition import ToolContext, ToolError, tool
 
 DEFAULT_MAX_CHARS = 20_000
-MAX_MAX_CHARS = 200_000
+MAX_MAX_CHARS = TODAY.text_chars
+"""The most `max_chars` without a payload store (`STORED.text_chars` with one)."""
 
 _ESCAPED_BYTES = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of bad bytes
 
@@ -47,9 +52,14 @@ class ReadFileArgs(BaseModel):
     max_chars: int = Field(
         default=DEFAULT_MAX_CHARS,
         ge=1,
-        le=MAX_MAX_CHARS,
+        le=STORED.text_chars,
         description="Read at most this many characters; longer files are truncated.",
     )
+
+    @field_validator("max_chars")
+    @classmethod
+    def _payload_limits(cls, value: int, info: ValidationInfo) -> int:
+        return within(value, value, MAX_MAX_CHARS, STORED.text_chars, info)
 
 
 def read_file_precheck(args: ReadFileArgs) -> str | None:
@@ -58,8 +68,11 @@ def read_file_precheck(args: ReadFileArgs) -> str | None:
     return path_problem(args.path)
 
 
-def read_text_file(workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Read a text file inside `workspace` (blocking); `ToolError` for every expected failure."""
+def read_text_file(
+    workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHARS, most: int = MAX_MAX_CHARS
+) -> str:
+    """Read a text file inside `workspace` (blocking); `ToolError` for every expected failure.
+    `most` is the largest `max_chars` the worker takes (what the truncation note offers)."""
     target = resolve_in_workspace(workspace, path)
     if target.is_dir():
         raise ToolError(f"{path!r} is a directory, not a file")
@@ -90,7 +103,7 @@ def read_text_file(workspace: Path, path: str, max_chars: int = DEFAULT_MAX_CHAR
         text = text[:max_chars]
         notes.append(
             f"[truncated: showing the first {max_chars} characters; the file is "
-            f"{info.st_size} bytes. Ask for a larger max_chars (up to {MAX_MAX_CHARS}) "
+            f"{info.st_size} bytes. Ask for a larger max_chars (up to {most}) "
             "to see more.]"
         )
     if _ESCAPED_BYTES.search(text):
@@ -110,4 +123,5 @@ async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     The path must be relative to the workspace (no absolute paths, no '..'). Long files are
     truncated to max_chars characters (default 20000) and a note says so.
     """
-    return await asyncio.to_thread(read_text_file, ctx.workspace, args.path, args.max_chars)
+    most = limits(ctx.large_payloads).text_chars
+    return await asyncio.to_thread(read_text_file, ctx.workspace, args.path, args.max_chars, most)
