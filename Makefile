@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install compose-check bench clean
+.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ $(COMPOSE_VENV)/bin/docker-compose:
 
 compose-check: $(COMPOSE_VENV)/bin/docker-compose
 
+# The console's browser test drives Debian's chromium with Playwright (no browser download).
+/usr/bin/chromium:
+	apt-get update && apt-get install -y chromium
+
+chromium: /usr/bin/chromium
+
 run: $(STAMP)
 	$(BIN)/python worker.py
 
@@ -37,13 +43,20 @@ typecheck: $(STAMP)
 
 # Two pytest workers (one per core), each with its own Temporal dev server; a file's tests stay
 # on one worker, so a module's fixtures are set up once.
-test: $(STAMP) compose-check lint typecheck
+test: $(STAMP) compose-check chromium lint typecheck
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 # Issue 14's targets, ours vs the naive loop (~6 min; `make bench BENCH_ARGS=--quick`: < 3 min).
 BENCH_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all $(BENCH_ARGS)
+
+# Issue 24: the same workloads on ours and on the real peers, each peer in its own venv under
+# bench/peers/.venvs/ (made here if missing; never a project dependency). < 20 min; --quick: smoke.
+PEERS_ARGS ?=
+bench-peers: $(STAMP)
+	bash bench/peers/venvs.sh $(PYTHON)
+	$(BIN)/python -m bench.peers.run $(PEERS_ARGS)
 
 clean:
 	rm -rf $(VENV) $(COMPOSE_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -60,11 +60,13 @@ def spawn(
     timeout: float = 60.0,
     cwd: str | None = None,
     env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> Proc:
     """Start `python -m module args` (in `cwd`: a copy of the code with a change to try, whose
-    modules then come first on the path) and wait for its READY line."""
+    modules then come first on the path; `python`: another interpreter, e.g. a peer's venv)
+    and wait for its READY line."""
     popen = subprocess.Popen(
-        [sys.executable, "-m", module, *args],
+        [python or sys.executable, "-m", module, *args],
         stdout=subprocess.PIPE,
         text=True,
         cwd=cwd,

@@ -10,7 +10,16 @@
    (`bench.session_history`), with a chart;
 4. 1,000 runs waiting for an approval: worker RSS, p99 from signal to completion
    (`bench.waiting`);
-5. replaying a recorded 100-turn history (`bench.replay`).
+5. replaying a recorded 100-turn history (`bench.replay`);
+6. the live event stream: latency to a subscriber, history and worker CPU per turn with it on
+   and off (`bench.stream`, ours only);
+7. a task of 10 tool calls, code mode against ReAct: model calls, wall (`bench.code_mode`);
+8. 3 worker processes on a server without eager dispatch: cache resends, history per turn, one
+   worker killed (`bench.fleet`, on its own server);
+9. 10,000 runs waiting on one worker: RSS, p99 at 25 approvals/s and with 40 in flight, what
+   bounds it (`bench.waiting.scale`; `--quick`: 200);
+10. a 5 MB document run with the payload store on: wall, history bytes, largest payload in
+   history (`bench.large_document`, ours only).
 
 Everything runs on one Temporal dev server started here (in memory, free ports), against one
 zero-latency fake model server, with each worker in its own process (`bench.harness`). The
@@ -39,7 +48,7 @@ from typing import Any
 
 import temporalio
 
-from bench import replay, session_history, waiting
+from bench import code_mode, fleet, large_document, replay, session_history, stream, waiting
 from bench.harness import Bench, bench_stack
 from bench.report import (
     Row,
@@ -55,9 +64,9 @@ from bench.report import (
 from bench.speed import Side, one_run, per_turn, throughput
 
 FAST_TRANSFER_QUEUE = ["--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000"]
-FULL = {"repeats": 7, "runs": 200, "tp_repeats": 2, "turns": 300, "waiting": 1000}
-QUICK = {"repeats": 5, "runs": 100, "tp_repeats": 1, "turns": 100, "waiting": 200}
-SIGNAL_RATE = 25.0
+FULL = {"repeats": 7, "runs": 200, "tp_repeats": 2, "turns": 300, "waiting": 1000, "scale": 10_000}
+QUICK = {"repeats": 5, "runs": 100, "tp_repeats": 1, "turns": 100, "waiting": 200, "scale": 200}
+SIGNAL_RATE = waiting.SIGNAL_RATE
 
 log = logging.getLogger("bench")
 
@@ -100,6 +109,16 @@ async def run(args: argparse.Namespace, out: Path) -> list[Row]:
             rows += session_rows(result)
         bench.stop_worker(ours_proc)
         bench.stop_worker(naive_proc)
+        if 6 in only:
+            say("target 6: the live event stream (20 sessions streaming at once; on vs off)")
+            result = await stream.measure(bench, args.quick)
+            save(out, "6_stream.json", result)
+            rows += stream.table_rows(result)
+        if 7 in only:
+            say(f"target 7: 10 tool calls, code mode against ReAct, x{size['repeats']} each")
+            result = await code_mode.measure(bench.client, size["repeats"])
+            save(out, "7_code_mode.json", result)
+            rows += code_mode.rows(result)
         if 4 in only:
             say(f"target 4: {size['waiting']} waiting runs on a fresh worker, each")
             result = {
@@ -110,6 +129,22 @@ async def run(args: argparse.Namespace, out: Path) -> list[Row]:
             }
             save(out, "4_waiting.json", result)
             rows += waiting_rows(result)
+        if 9 in only:
+            say(f"target 9: {size['scale']} waiting runs on one worker, then approved")
+            result = await waiting.scale(bench, size["scale"], tuning)
+            save(out, "9_scale.json", result)
+            rows += waiting.scale_rows(result)
+        if 10 in only:
+            say("target 10: a 5 MB document through a run, payload store on and off")
+            result = await large_document.measure(bench.client)
+            save(out, "10_large_document.json", result)
+            rows += large_document.rows(result)
+    if 8 in only:  # its own server: eager activity dispatch off, as on a plain server
+        runs = 30 if args.quick else 150
+        say(f"target 8: 3 worker processes, {runs} three-turn runs, one worker killed")
+        result = await fleet.measure(runs, 3, baseline=not args.quick)
+        save(out, "8_fleet.json", result)
+        rows += fleet.fleet_rows(result)
     return rows
 
 
@@ -148,7 +183,7 @@ async def session_target(
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller workloads (< 3 min)")
-    parser.add_argument("--only", default="1,2,3,4,5", help="targets to run, e.g. 1,3")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8,9,10", help="targets, e.g. 1,3")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
     parser.add_argument("--tuning", default="{}", help="WorkerTuning fields for ours, as JSON")
     parser.add_argument(
@@ -192,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\n{summary['mode']} run in {seconds:.0f} s · {summary['machine']} · load "
         f"{load[0]:.1f} · server: {summary['server']} · results in {out}"
     )
+    if (out / "peers.json").exists():  # issue 24's table, from the last `make bench-peers`
+        from bench.peers.report import saved_table
+
+        print("\n" + saved_table(out / "peers.json"))
     return 0 if all(r.passed for r in rows) else 1
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,9 @@ class Side:
     queue: str
     label: str = ""
     """How results name it (default: `kind`)."""
+    start: Callable[[Client, int, str], Awaitable[Any]] | None = None
+    """How a run of `turns` turns starts on it, given its workflow id (default: by `kind`;
+    the peers of `bench.peers` bring their own)."""
 
     @property
     def name(self) -> str:
@@ -42,6 +46,8 @@ def calc_prompt(turns: int) -> str:
 
 async def start_run(client: Client, side: Side, turns: int, prefix: str) -> Any:
     workflow_id = f"{prefix}-{side.kind}-{uuid.uuid4().hex[:10]}"
+    if side.start is not None:
+        return await side.start(client, turns, workflow_id)
     if side.kind == "naive":
         return await client.start_workflow(
             "NaiveAgentWorkflow",

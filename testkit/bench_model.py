@@ -4,7 +4,9 @@ a process of its own; `tests/test_history_budget.py` uses it in-process):
 
 - `[calc T]`: T rounds of two parallel `calculator` calls, then a short answer;
 - `[fixed N C]`: one `fixed_output` call (n=N, C characters), then a 200-character answer;
-- `[approve ID]`: one `write_file` call (which needs approval), then a short answer.
+- `[approve ID]`: one `write_file` call (which needs approval), then a short answer;
+- `[many R C]`: R rounds of one `fixed_output` call each (n = the round, C characters), then a
+  200-character answer (one long run: `bench.peers`' long conversation).
 
 The round is the number of assistant messages with tool calls since that user message, so the
 handler works whatever else the conversation holds.
@@ -24,7 +26,7 @@ from testkit import fake_openai as fake
 ANSWER_CHARS = 200
 USER_CHARS = 2000
 TOOL_CHARS = 2000
-DIRECTIVE = re.compile(r"\[(calc|fixed|approve) ([^\]]*)\]")
+DIRECTIVE = re.compile(r"\[(calc|fixed|approve|many) ([^\]]*)\]")
 TURN_DIRECTIVE = re.compile(r"\[fixed (\d+) ")
 
 
@@ -62,6 +64,10 @@ def bench_model(body: dict[str, Any]) -> fake.ReplyLike:
         if rounds >= 1:
             return fake.text(answer_text(f"turn {n}"))
         return fake.tool_calls(fake.call("fixed_output", {"n": n, "chars": chars}))
+    if kind == "many":
+        if rounds >= int(args[0]):
+            return fake.text(answer_text(f"after {rounds} calls"))
+        return fake.tool_calls(fake.call("fixed_output", {"n": rounds + 1, "chars": int(args[1])}))
     if rounds >= 1:
         return fake.text(f"wrote it ({args[0]})")
     return fake.tool_calls(fake.call("write_file", {"path": f"{args[0]}.txt", "content": "ok"}))

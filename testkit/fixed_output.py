@@ -8,34 +8,18 @@ repeated-call guard never fires and nothing in the history compresses by acciden
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
+from testkit.fixed_text import fixed_text
 from tools.catalog import REGISTRY
 from tools.definition import tool
-
-LINE_CHARS = 80
 
 
 class FixedOutputArgs(BaseModel):
     n: int = Field(description="Which call this is; the output depends on it.")
     chars: int = Field(default=2000, ge=1, le=200_000, description="Length of the output.")
-
-
-def fixed_text(n: int, chars: int) -> str:
-    """`chars` characters for call `n`: lines of hex digest words, the same for the same `n`."""
-    lines: list[str] = []
-    size = 0
-    block = 0
-    while size < chars:
-        digest = hashlib.sha256(f"fixed_output/{n}/{block}".encode()).hexdigest()
-        line = f"call {n} line {block}: {digest}"[: LINE_CHARS - 1]
-        lines.append(line)
-        size += len(line) + 1
-        block += 1
-    return "\n".join(lines)[:chars]
 
 
 @tool(start_to_close_timeout=timedelta(seconds=10))
