@@ -16,15 +16,26 @@ from pydantic import (
 from contracts.agents import ParentLink
 from contracts.approvals import TimeoutAction
 from contracts.budgets import CostBudget
+from contracts.client_tools import MAX_CLIENT_TOOLS, ClientToolSpec, unique_client_tools
+from contracts.code_mode import CodeLimits
 from contracts.messages import ChatMessage
 from contracts.model_io import CachedConversation
+from contracts.payload_limits import (
+    NO_STORE_HINT,
+    STORED,
+    TODAY,
+    raised_limits_apply,
+    within,
+)
 from contracts.policy import ApprovalPolicy
 from contracts.scratchpad import Scratchpad
+from contracts.stream_state import StreamState
 
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
 ContextTransfer = Literal["delta", "full"]
 StructuredOutput = Literal["tool", "native"]
+UnknownTools = Literal["answer_with_text", "observe"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
@@ -60,7 +71,10 @@ class AgentSettings(BaseModel):
     )
     max_iterations: int = Field(default=10, ge=1, le=1000, description="Most model calls.")
     max_observation_chars: int = Field(
-        default=20_000, ge=100, le=200_000, description="Longer tool results are truncated."
+        default=20_000,
+        ge=100,
+        le=STORED.text_chars,  # today's 200 000 without a payload store (`_payload_limits`)
+        description="Longer tool results are truncated.",
     )
     model_timeout_seconds: float = Field(
         default=120.0, gt=0, le=3600, description="Time limit of one model call attempt."
@@ -101,7 +115,7 @@ class AgentSettings(BaseModel):
     max_context_tokens: int = Field(
         default=100_000,
         ge=1_000,
-        le=300_000,  # keeps a full model request (about 4 bytes a token) under 2 MB payloads
+        le=STORED.context_tokens,  # today's 300 000 without a payload store
         description="Estimated tokens sent per model call; older messages are dropped or "
         "summarised (the system message and the prompt always stay).",
     )
@@ -164,6 +178,18 @@ class AgentSettings(BaseModel):
         description="Passed to the provider: whether the model may ask for several tool calls "
         "in one reply. None: the provider's default.",
     )
+    unknown_tools: UnknownTools = Field(
+        default="answer_with_text",
+        description="When every tool call of a reply names a tool the run does not have and "
+        "the reply has text: answer_with_text (seed 000: the text is the answer, the calls are "
+        "dropped and recorded in the model call) or observe (each call gets an 'unknown tool' "
+        "observation and the model is asked again).",
+    )
+    record_reasoning: bool = Field(
+        default=False,
+        description="Keep each model call's reasoning text in the result's model_calls (its "
+        "length is always kept).",
+    )
     output_schema: dict[str, Any] | None = Field(
         default=None,
         description="JSON Schema the answer must match; the result's `output` holds it.",
@@ -186,6 +212,27 @@ class AgentSettings(BaseModel):
         description="How many invalid answers go back to the model with the validation errors "
         "before the run stops with invalid_output.",
     )
+    stream_deltas: bool = Field(
+        default=True,
+        description="Publish model_call_started and the reply's text and reasoning as it "
+        "streams (text_delta, reasoning_delta) to the run's event stream, batched: each batch "
+        "is one signal in the run's history (docs/events.md). Off: the stream still carries "
+        "every workflow event (tools, approvals, the answer), at no history cost.",
+    )
+    client_tools: list[ClientToolSpec] | None = Field(
+        default=None,
+        max_length=MAX_CLIENT_TOOLS,
+        description="Tools the client runs itself (docs/client-tools.md): each call waits "
+        "durably for the client's `tool_result` update, with the approval timeout rules.",
+    )
+    code_mode: bool = Field(
+        default=False,
+        description="Offer the model one tool, run_code: a Python script that calls the run's "
+        "tools, each call still governed (docs/code-mode.md).",
+    )
+    code_limits: CodeLimits = Field(
+        default_factory=CodeLimits, description="What one code-mode script may use."
+    )
     continue_as_new_after_events: int = Field(
         default=5_000, ge=100, le=50_000, description="History events before continue-as-new."
     )
@@ -195,6 +242,13 @@ class AgentSettings(BaseModel):
         le=40_000_000,
         description="History bytes before continue-as-new.",
     )
+
+    @field_validator("max_observation_chars", "max_context_tokens")
+    @classmethod
+    def _payload_limits(cls, value: int, info: ValidationInfo) -> int:
+        if info.field_name == "max_context_tokens":
+            return within(value, value, TODAY.context_tokens, STORED.context_tokens, info)
+        return within(value, value, TODAY.text_chars, STORED.text_chars, info)
 
     @field_validator("mcp_servers")
     @classmethod
@@ -211,6 +265,22 @@ class AgentSettings(BaseModel):
         if any(not m.strip() for m in models):
             raise ValueError("fallback_models holds model names; an empty name was given")
         return models
+
+    @field_validator("client_tools")
+    @classmethod
+    def _client_tool_names(cls, specs: list[ClientToolSpec] | None) -> list[ClientToolSpec] | None:
+        return unique_client_tools(specs)
+
+    @model_validator(mode="after")
+    def _react_only_callees(self) -> AgentSettings:
+        if self.mode != "react" and (self.client_tools or self.code_mode):
+            raise ValueError('client_tools and code_mode need mode "react"')
+        if self.code_mode and self.agents:
+            raise ValueError(
+                "code_mode: agent profiles cannot be called from a script (their spending "
+                "would not count toward the run's budgets); leave out agents"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_output_kind(self) -> AgentSettings:
@@ -229,6 +299,9 @@ OWN_RUN_SETTINGS = frozenset(
         "output_schema",
         "structured_output",
         "output_retries",
+        "client_tools",
+        "code_mode",
+        "code_limits",
     }
 )
 """Settings about the shape of a run's own answer, which its sub-agents and plan steps do not
@@ -244,7 +317,7 @@ def inherited_settings(settings: AgentSettings) -> dict[str, Any]:
     )
 
 
-MAX_HISTORY_CHARS = 1_000_000
+MAX_HISTORY_CHARS = TODAY.history_chars
 
 
 class SessionLink(BaseModel):
@@ -260,6 +333,9 @@ class SessionLink(BaseModel):
     scope: str | None = None
     """`<session>/turn-<n>` for a turn run inside the session: its child runs' ids and its
     tools' idempotency keys start with it (not with the session's id, which every turn shares)."""
+    turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The session's turn number, which the turn's events carry (None: sessions recorded
+    before the event stream)."""
 
 
 class RunLinks(BaseModel):
@@ -296,6 +372,7 @@ class ResumeState(BaseModel):
             "cache holds (digests), so the next run does not send the carried messages again."
         ),
     )
+    stream: StreamState = None
 
 
 class AgentInput(ResumeState, RunLinks, AgentSettings):
@@ -306,7 +383,11 @@ class AgentInput(ResumeState, RunLinks, AgentSettings):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    prompt: str = Field(min_length=1, max_length=200_000, description="The user's request.")
+    prompt: str = Field(
+        min_length=1,
+        max_length=STORED.text_chars,  # today's 200 000 without a payload store
+        description="The user's request.",
+    )
     history: list[ChatMessage] = Field(
         default=[], description="Earlier conversation (user/assistant messages) to continue."
     )
@@ -323,13 +404,21 @@ class AgentInput(ResumeState, RunLinks, AgentSettings):
         legacy = isinstance(info.context, dict) and info.context.get("legacy")
         if not legacy and not has_visible_text(prompt):
             raise ValueError("the prompt holds no visible text")
-        return prompt
+        return within(prompt, len(prompt), TODAY.text_chars, STORED.text_chars, info, "chars")
 
     @field_validator("history")
     @classmethod
-    def _history_is_a_conversation(cls, history: list[ChatMessage]) -> list[ChatMessage]:
+    def _history_is_a_conversation(
+        cls, history: list[ChatMessage], info: ValidationInfo
+    ) -> list[ChatMessage]:
         if any(m.role not in ("user", "assistant") or m.tool_calls for m in history):
             raise ValueError("history holds user and assistant messages without tool calls")
-        if sum(len(m.content or "") for m in history) > MAX_HISTORY_CHARS:
-            raise ValueError(f"history is longer than {MAX_HISTORY_CHARS} characters")
+        size = sum(len(m.content or "") for m in history)
+        if size > STORED.history_chars:
+            raise ValueError(f"history is longer than {STORED.history_chars} characters")
+        if size > MAX_HISTORY_CHARS and not raised_limits_apply(info):
+            raise ValueError(
+                f"history is longer than {MAX_HISTORY_CHARS} characters"
+                + NO_STORE_HINT.format(stored=STORED.history_chars)
+            )
         return history

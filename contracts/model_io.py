@@ -81,12 +81,24 @@ class CachedConversation(BaseModel):
     sequence: int = 0
     """Calls that built it (or failed): a gateway that made the last one may just append."""
     tools_digest: str | None = None
+    worker_queue: str | None = none_omitted()
+    """The worker-specific task queue of the worker that built the entry (its replies name it):
+    the next call with a delta goes there (`workflows.model_gateway`, cache affinity)."""
 
     def forget(self) -> None:
         """After a failed call the workflow cannot know what the worker holds: start over."""
         self.message_digests = []
         self.tools_digest = None
         self.sequence += 1
+
+
+class ModelEvents(BaseModel):
+    """What a `call_model` activity needs to publish its events: the session turn they carry."""
+
+    session_turn: int | None = none_omitted()
+    announced: bool = false_omitted()
+    """The workflow published this call's `model_call_started` (attempt 1) as it scheduled the
+    call: the activity publishes its own start only for a retried attempt."""
 
 
 class ModelRequest(BaseModel):
@@ -106,6 +118,9 @@ class ModelRequest(BaseModel):
     """The provider's structured-output request (`json_schema`), for native typed answers."""
     turn: int = 1
     purpose: Literal["turn", "final_answer", "summary", "plan", "synthesis"] = "turn"
+    events: ModelEvents | None = none_omitted()
+    """Set when the run streams deltas (`stream_deltas`): the activity publishes
+    `model_call_started` and the reply's text as it arrives to the run's event stream."""
 
 
 class ModelReply(BaseModel):
@@ -119,9 +134,15 @@ class ModelReply(BaseModel):
     reasoning_content: str | None = None
     reasoning_key: ReasoningKey | None = Field(default=None, exclude_if=lambda value: value is None)
     """The field the provider sent the reasoning in (see `ChatMessage.reasoning_key`)."""
+    provider_fields: dict[str, Any] | None = none_omitted()
+    """Other fields the provider put on the assistant message, sent back verbatim with it (see
+    `ChatMessage.provider_fields`)."""
     context_cache_miss: bool = False
     """The worker did not hold the conversation the request's delta builds on; nothing was
     asked. The workflow resends the whole conversation (an expected event, not a failure)."""
+    worker_queue: str | None = none_omitted()
+    """The worker-specific task queue of the worker that answered, whose context cache now holds
+    the conversation (None: a worker without cache affinity)."""
 
     def as_message(self) -> ChatMessage:
         """The assistant message to append to the conversation for this reply."""
@@ -131,6 +152,7 @@ class ModelReply(BaseModel):
             tool_calls=self.tool_calls,
             reasoning_content=self.reasoning_content,
             reasoning_key=self.reasoning_key,
+            provider_fields=self.provider_fields,
         )
 
 

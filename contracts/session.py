@@ -10,12 +10,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from contracts.agent_input import AgentSettings
 from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
 from contracts.model_io import CachedConversation
+from contracts.payload_limits import STORED, TODAY, within
+from contracts.stream_state import StreamState
 from contracts.usage import TokenUsage
 
 MemoryMode = Literal["answers", "answers_and_tools"]
@@ -153,11 +155,27 @@ class SessionInput(BaseModel):
             "child AgentWorkflow `<session>/turn-<n>` with its own history and Web UI page."
         ),
     )
-    max_message_chars: int = Field(default=50_000, ge=1, le=200_000)
+    max_message_chars: int = Field(
+        default=50_000,
+        ge=1,
+        le=STORED.text_chars,  # today's 200 000 without a payload store
+    )
     continue_as_new_after_events: int = Field(default=2_000, ge=30, le=40_000)
     carry: SessionCarry | None = Field(
         default=None, description="Set by the workflow itself when it continues-as-new."
     )
+    stream: StreamState = None
+
+    @field_validator("max_message_chars")
+    @classmethod
+    def _payload_limits(cls, value: int, info: ValidationInfo) -> int:
+        return within(value, value, TODAY.text_chars, STORED.text_chars, info)
+
+    @property
+    def raised_limits(self) -> bool:
+        """Whether this session takes messages over today's limits: it was allowed to (its
+        worker stores large payloads) when its input was read."""
+        return self.max_message_chars > TODAY.text_chars
 
 
 class SendMessage(TurnOutput):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class ToolInvocation(BaseModel):
@@ -21,6 +21,8 @@ class ToolInvocation(BaseModel):
     max_output_chars: int = 20_000
     scope: str | None = None
     """The run's `memory_scope`, for tools that keep data per user (`requires_scope`)."""
+    turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The session turn the call belongs to, which its `tool_progress` events carry."""
 
 
 class ToolOutput(BaseModel):

@@ -1,1 +1,2 @@
-"""Servers that open durable agents to applications: the HTTP API with AG-UI and the console, MCP and A2A."""
+"""Servers that open durable agents to applications: the HTTP API with AG-UI and the console,
+MCP and A2A."""

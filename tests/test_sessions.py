@@ -255,9 +255,10 @@ async def test_a_continued_session_names_what_the_cache_holds(agent: AgentHarnes
     continue-as-new: the next run's first turn sends its new messages only."""
     agent.fake.set_handler(echo_model)
     session = f"session-{uuid.uuid4()}"
-    _, handle = await send_with_start(
-        agent.client, session, agent.task_queue, "one", {"continue_as_new_after_events": 30}
-    )
+    # (no delta signals: they would move the continue-as-new point past the last turn, leaving
+    # the current run without a model call to look at)
+    settings = {"continue_as_new_after_events": 30, "agent": {"stream_deltas": False}}
+    _, handle = await send_with_start(agent.client, session, agent.task_queue, "one", settings)
     texts = ["two", "three", "four"]
     for text in texts:
         await handle.execute_update("send", {"text": text}, result_type=TurnResult)

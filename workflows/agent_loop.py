@@ -15,12 +15,16 @@ The loop has no Temporal decorators: `AgentWorkflow` hosts it as a run of its ow
 what differs between the two is the `LoopHost`. What people send a loop (approvals, questions,
 steering, plan edits) arrives through `workflows.people`, whose handlers every hosting workflow
 registers, and lands in the methods under "what people send".
+
+What the loop does is also published as it happens on the host workflow's event stream
+(`RunEvents`, `contracts.events`): the run's start and end, each model call's end, steering,
+plan updates, limits; the tool round, the gate and the sub-agents publish their own.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from temporalio import workflow
@@ -30,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel
 
     from contracts.agent_input import AgentInput
-    from contracts.agent_result import AgentResult, StopReason
+    from contracts.agent_result import AgentResult, ModelCall, StopReason
     from contracts.agent_status import AgentStatus, Phase
     from contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
     from contracts.approvals import (
@@ -44,7 +48,17 @@ with workflow.unsafe.imports_passed_through():
         ReplySignal,
         WaitKind,
     )
+    from contracts.client_tools import ClientToolSpec
     from contracts.errors import INVALID_INPUT, MAX_ITERATIONS_REACHED, STEER_REFUSED
+    from contracts.events import (
+        LimitReached,
+        ModelCallFinished,
+        PlanUpdated,
+        RunFailed,
+        RunFinished,
+        RunStarted,
+        SteeringReceived,
+    )
     from contracts.messages import ChatMessage, SteerMessage
     from contracts.model_io import CachedConversation, ModelReply, ToolSchema
     from contracts.plan import EditPlan
@@ -53,9 +67,10 @@ with workflow.unsafe.imports_passed_through():
     from loop import approvals
     from loop.context_plan import summary_due, with_summary
     from loop.continuation import compact_for_carry
+    from loop.event_views import event_text, headline, limit_of, plan_key, plan_steps
     from loop.input_validation import InvalidAgentInput, validate_agent_input
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
-    from loop.model_reply import read_reply
+    from loop.model_reply import drop_unknown_calls, read_reply, with_dropped_calls
     from loop.output import (
         OutputSpec,
         output_spec,
@@ -76,6 +91,8 @@ with workflow.unsafe.imports_passed_through():
     from loop.status import current_details, run_status, visible_phase
     from loop.stop import Limits, Stop, decide_stop
     from loop.summaries import shorten
+    from workflows.callees.client_tool import record_tool_result
+    from workflows.callees.protocol import Callee
     from workflows.delegation import ChildRequests
     from workflows.human_gate import HumanGate
     from workflows.loop_host import LoopHost, TurnOutgrewSession
@@ -85,9 +102,11 @@ with workflow.unsafe.imports_passed_through():
         BadInput,
         parse_or_ignore,
         parse_or_refuse,
+        raised_limits,
         read_payload,
         refuse,
     )
+    from workflows.run_events import RunEvents
     from workflows.run_log import RunLog
     from workflows.run_tools import prepare_tools
     from workflows.session_link import (
@@ -99,6 +118,10 @@ with workflow.unsafe.imports_passed_through():
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
+
+UNKNOWN_TOOLS_PATCH = "unknown-tools-answer"
+"""Runs recorded before a reply naming only unknown tools had its text taken as the answer
+replay answering each call with an `unknown tool` observation (see `_drop_unknown_calls`)."""
 
 STRICT_INPUT_PATCH = "strict-run-input"
 """Runs recorded before their input was read strictly (strict types, bounds, a visible prompt,
@@ -115,15 +138,18 @@ def input_refusal(error: Exception) -> str:
 class AgentLoop:
     """Runs one agent task to an answer (`run_input`), hosted by `host`."""
 
-    def __init__(self, host: LoopHost) -> None:
+    def __init__(self, host: LoopHost, events: RunEvents | None = None) -> None:
         self._host = host
+        self._events = events or RunEvents.off()
         self._params: AgentInput | None = None
         self._pad = Scratchpad(messages=[])
         self._phase: Phase = "starting"
         self._stop_reason: StopReason | None = None
-        self._gate = HumanGate({}, on_change=self._on_gate_change)
+        self._gate = HumanGate({}, on_change=self._on_gate_change, events=self._events)
         self._log = RunLog(self._log_context)
-        self._children = ChildRequests()
+        self._children = ChildRequests(self._events)
+        self._round: ToolRound | None = None
+        self._plan_shown: tuple[object, ...] | None = None
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -135,6 +161,15 @@ class AgentLoop:
         self._host.check_start(params)
         self._params = params
         self._pad = first_scratchpad(params)
+        self._plan_shown = plan_key(self._pad.plan)
+        self._events.turn = params.session.turn if params.session is not None else None
+        if params.resume is None:  # (a continued run, or a turn moved to a run, goes on)
+            self._events.emit(
+                RunStarted,
+                prompt=headline(params.prompt),
+                model=params.model,
+                parent_workflow_id=params.parent.workflow_id if params.parent else None,
+            )
         try:
             if params.mode == "plan_and_execute":
                 result = await self._plan_and_execute(params)
@@ -145,8 +180,10 @@ class AgentLoop:
         except (Exception, asyncio.CancelledError) as error:
             # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
             if not is_cancelled_exception(error):
+                self._emit_failure(error, cancelled=False)
                 await self._report(params, error=error)
                 raise
+            self._emit_failure(error, cancelled=True)
             self._set_phase("cancelled")
             self._log(
                 "agent run %s",
@@ -156,6 +193,7 @@ class AgentLoop:
             )
             await self._report(params, error=TurnCancelled("the turn was cancelled"))
             raise
+        self._events.emit(RunFinished, stop_reason=result.stop_reason, answer=result.answer)
         await self._report(params, result=result)
         if params.session is not None:
             # A session's turn: its session keeps the answer; each tool output is in its
@@ -171,7 +209,9 @@ class AgentLoop:
         self._gate.add_schemas({t.name: t.args_model for t in catalog.tools.all()})
         known = (catalog.tools.names(), catalog.output_types.names(), catalog.agents.by_name())
         try:
-            return validate_agent_input(read_payload(raw_input, max_bytes=None), *known)
+            return validate_agent_input(
+                read_payload(raw_input, max_bytes=None), *known, payload_store=raised_limits
+            )
         except (BadInput, InvalidAgentInput) as error:
             strict_refusal = error
         if workflow.patched(STRICT_INPUT_PATCH):
@@ -195,10 +235,12 @@ class AgentLoop:
         """The loop: ask the model → a final answer or a nudge → run one round of tools →
         decide whether to stop → repeat."""
         output = output_spec(params, worker_catalog().output_types.as_dict())
-        run_tools = await prepare_tools(params, output)
+        run_tools = await prepare_tools(params, output, self._gate, self._script_round)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
-        model = ModelGateway(params, self._log, self._conversation(params), output)
+        model = ModelGateway(
+            params, self._log, self._conversation(params), output, events=self._events
+        )
         tool_round = ToolRound(
             params,
             run_tools.callees,
@@ -206,7 +248,10 @@ class AgentLoop:
             self._log,
             self._children,
             run_tools.unavailable,
+            events=self._events,
+            on_change=self._publish,
         )
+        self._round = tool_round
         limits = Limits.of(params)
         self._announce(params, run_tools.names)
         while True:
@@ -216,6 +261,7 @@ class AgentLoop:
             await self._summarize_old_context(params, model)
             self._pad = with_steering(self._pad)
             reply = await self._ask(model, schemas)
+            reply = self._drop_unknown_calls(params, reply, schemas)
             reading = read_reply(self._pad, reply, output)
             self._pad = reading.pad
             stop = decide_stop(self._pad, limits, reading.outcome)
@@ -227,16 +273,19 @@ class AgentLoop:
             if stop is not None:
                 return await self._conclude(params, stop, model, schemas, output)
 
+    def _script_round(self, callees: Sequence[Callee]) -> ToolRound:
+        """A round of tools over `callees`, for the calls of a code-mode script."""
+        assert self._params is not None
+        return ToolRound(self._params, callees, self._gate, self._log, self._children)
+
     async def _plan_and_execute(self, params: AgentInput) -> AgentResult:
         """Plan, (approve,) run each step as a child run, replan on failure, synthesise (see
         `workflows.plan_and_execute`)."""
         run_tools = await prepare_tools(params, None)
         self._gate.add_schemas(run_tools.outside_schemas)
         self._announce(params, run_tools.names)
-        model = ModelGateway(params, self._log, self._conversation(params))
-        runner = PlanRunner(
-            params, self, model, self._gate, self._log, run_tools.schemas, self._children
-        )
+        model = ModelGateway(params, self._log, self._conversation(params), events=self._events)
+        runner = PlanRunner(params, self, model, self._gate, self._log, run_tools, self._children)
         return self._finish(await runner.run())
 
     def _conversation(self, params: AgentInput) -> CachedConversation:
@@ -251,9 +300,16 @@ class AgentLoop:
 
     @pad.setter
     def pad(self, pad: Scratchpad) -> None:
+        """(The plan runner's way to move the run on: its model calls and plan changes are
+        published as the loop's own.)"""
+        last = self._pad.model_calls[-1] if self._pad.model_calls else None
         self._pad = pad
+        if pad.model_calls and pad.model_calls[-1] is not last:
+            self._emit_model_call(pad.model_calls[-1], None)
+        self._emit_plan()
 
     def set_phase(self, phase: Phase) -> None:
+        self._emit_plan()
         self._set_phase(phase)
 
     async def _summarize_old_context(self, params: AgentInput, model: ModelGateway) -> None:
@@ -264,7 +320,8 @@ class AgentLoop:
         due = summary_due(self._pad, params.max_context_tokens)
         if due is not None:
             answer = await model.summarize(self._pad, due)
-            self._pad = with_summary(with_model_call(self._pad, answer), due, answer.reply.content)
+            self._model_called(with_model_call(self._pad, answer), answer.reply.content)
+            self._pad = with_summary(self._pad, due, answer.reply.content)
 
     async def _ask(
         self,
@@ -274,8 +331,61 @@ class AgentLoop:
         extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
         answer = await model.ask(self._pad, schemas, purpose=purpose, extra=extra)
-        self._pad = with_model_call(self._pad, answer)
+        self._model_called(with_model_call(self._pad, answer), answer.reply.content)
         return answer.reply
+
+    def _model_called(self, pad: Scratchpad, text: str | None) -> None:
+        """The scratchpad after a model call (its record last in `model_calls`): published."""
+        self._pad = pad
+        self._emit_model_call(pad.model_calls[-1], text)
+
+    def _emit_model_call(self, call: ModelCall, text: str | None) -> None:
+        self._events.emit(
+            ModelCallFinished,
+            model_call=call.turn,
+            model=call.model,
+            purpose=call.purpose,
+            usage=call.usage,
+            tool_calls=call.tool_calls,
+            text=headline(text) if text else None,
+        )
+
+    def _emit_plan(self) -> None:
+        """Publish the plan when what it shows changed (a step's status, a revision)."""
+        plan = self._pad.plan
+        key = plan_key(plan)
+        if plan is None or key == self._plan_shown:
+            return
+        self._plan_shown = key
+        self._events.emit(PlanUpdated, revision=len(plan.revisions), steps=plan_steps(plan))
+
+    def _emit_failure(self, error: BaseException, *, cancelled: bool) -> None:
+        self._events.emit(
+            RunFailed,
+            error=event_text(str(error) or type(error).__name__),
+            error_type=error.type if isinstance(error, ApplicationError) else type(error).__name__,
+            cancelled=cancelled,
+        )
+
+    def _drop_unknown_calls(
+        self, params: AgentInput, reply: ModelReply, schemas: list[ToolSchema]
+    ) -> ModelReply:
+        """A reply whose every call names a tool the run does not have, with text: the text is
+        the answer and the calls are recorded as dropped (`loop.model_reply.drop_unknown_calls`,
+        `unknown_tools`). Behind `UNKNOWN_TOOLS_PATCH`, asked only when the rule applies: a run
+        recorded before it answered such calls with observations and replays that way."""
+        dropped = drop_unknown_calls(reply, [s.name for s in schemas], params.unknown_tools)
+        if dropped is None or not workflow.patched(UNKNOWN_TOOLS_PATCH):
+            return reply
+        self._pad = with_dropped_calls(self._pad, dropped.calls)
+        self._log(
+            "model reply at turn %d named only tools this run does not have (%s): its text is "
+            "the answer",
+            self._pad.iteration,
+            ", ".join(call.name for call in dropped.calls),
+            outcome="unknown_tools_dropped",
+        )
+        return dropped.reply
 
     async def _conclude(
         self,
@@ -288,6 +398,9 @@ class AgentLoop:
         """End the run. At max iterations, `on_max_iterations` says how: stop with the partial
         result, ask once more without tools for the best answer, or fail with the partial result
         in the error's details."""
+        limit = limit_of(stop.reason)
+        if limit is not None:
+            self._events.emit(LimitReached, limit=limit, detail=event_text(stop.answer))
         if stop.reason == "max_iterations" and params.on_max_iterations == "fail":
             partial = self._finish(stop)
             raise ApplicationError(
@@ -413,6 +526,7 @@ class AgentLoop:
             max_iterations=self._params.max_iterations if self._params else 0,
             stop_reason=self._stop_reason,
             pending=self.pending(),
+            running=self._round.running(self._events) if self._round is not None else (),
         )
 
     def pending(self) -> list[PendingRequest]:
@@ -455,6 +569,21 @@ class AgentLoop:
                 self._gate.check(update)
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
+
+    def tool_result(self, raw: Any) -> HumanDecision:
+        """`{"call_id", "result"}` or `{"call_id", "error"}`: a client tool's answer."""
+        decision = record_tool_result(self._gate, self._client_tools(), raw, check_only=False)
+        assert decision is not None
+        return decision
+
+    def validate_tool_result(self, raw: Any) -> None:
+        """Refuse before anything enters history: unknown or answered call ids, a result that
+        breaks the tool's result_schema, ..."""
+        record_tool_result(self._gate, self._client_tools(), raw, check_only=True)
+
+    def _client_tools(self) -> dict[str, ClientToolSpec]:
+        specs = self._params.client_tools if self._params is not None else None
+        return {s.name: s for s in specs or []}
 
     def edit_plan(self, raw: Any) -> HumanDecision:
         """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
@@ -500,11 +629,14 @@ class AgentLoop:
             workflow.logger.warning("signal steer ignored: %s", refusal)
             return
         self._pad = steered(self._pad, steer)
+        self._events.emit(SteeringReceived, message=event_text(steer.text), by=steer.by)
         self._publish()
 
     async def steer(self, raw: Any) -> list[SteerMessage]:
         """Like the signal, but refused when it cannot apply; returns what is queued."""
-        self._pad = steered(self._pad, self._steer_message(raw))
+        steer = self._steer_message(raw)
+        self._pad = steered(self._pad, steer)
+        self._events.emit(SteeringReceived, message=event_text(steer.text), by=steer.by)
         self._publish()
         return self._pad.steering
 

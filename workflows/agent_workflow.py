@@ -3,20 +3,24 @@
 A small shell: the loop is `AgentLoop` (`workflows/agent_loop.py`), hosted as a run of its own
 (`RunHost`: links confirmed against Temporal, the run's memo and current details, pending calls
 told to a session or parent by signal, continue-as-new). What people send it is registered by
-`PeopleHandlers`; the `status` query is the run's own.
+`PeopleHandlers`; the `status` query is the run's own. Its event stream (`RunEvents` on a
+`WorkflowStream`, carried across continue-as-new) is built here, before any handler runs.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
 from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStream
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_result import AgentResult
     from contracts.agent_status import AgentStatus
     from workflows.agent_loop import AgentLoop
+    from workflows.input_guard import one_payload
     from workflows.people import PeopleHandlers
     from workflows.refusals import NO_INPUT
+    from workflows.run_events import RunEvents, carried_stream_state
     from workflows.run_host import RunHost
 
 
@@ -24,16 +28,29 @@ with workflow.unsafe.imports_passed_through():
 class AgentWorkflow(PeopleHandlers):
     """Runs one agent task to an answer. Input: `AgentInput` as JSON; result: `AgentResult`."""
 
-    def __init__(self) -> None:
-        self.loop = AgentLoop(RunHost())
+    @workflow.init
+    @one_payload
+    def __init__(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> None:
+        self.stream = WorkflowStream(prior_state=carried_stream_state(raw_input))
+        self.events = RunEvents(self.stream)
+        self.loop = AgentLoop(RunHost(self.events), self.events)
         self.people = self.loop
 
     @workflow.run
-    async def run(self, raw_input: RawValue = NO_INPUT) -> AgentResult:
+    @one_payload
+    async def run(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> AgentResult:
         # The input arrives raw on purpose: if the SDK decoded it into AgentInput, bad CLI JSON
         # (or none at all) would fail the workflow *task* and retry forever; here it fails the
         # run at once, naming the problem.
-        return await self.loop.run_input(raw_input)
+        try:
+            result = await self.loop.run_input(raw_input)
+        except BaseException:
+            # A failed or cancelled run closes as it is; its subscribers read the rest of the
+            # stream by query (continue-as-new detached them already).
+            self.events.detach()
+            raise
+        await self.events.close()  # subscribers released, every handler finished
+        return result
 
     @workflow.query(name="status")
     def status(self) -> AgentStatus:

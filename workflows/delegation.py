@@ -9,6 +9,9 @@ its children.
 A child reports its calls waiting for a person to its parent (signal `child_pending`); the
 parent shows them in `pending_approvals` and `status` under ids `<profile>-<call id>/<child's
 call id>` and forwards `approve` / `reject` / `reply` / `decide` to the child.
+
+A child publishes its events on its own stream; the parent's stream names it
+(`subagent_started`, `subagent_finished` with `child_workflow_id`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
+from temporalio.exceptions import ChildWorkflowError, is_cancelled_exception
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -43,12 +46,16 @@ with workflow.unsafe.imports_passed_through():
         WaitKind,
     )
     from contracts.budgets import CostBudget
+    from contracts.events import SubagentFinished, SubagentStarted
     from contracts.mcp import MCP_TOOL_SEPARATOR
     from contracts.model_io import ToolSchema
     from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
+    from loop.event_views import event_text
+    from workflows.callees.activity import failure_detail
+    from workflows.run_events import RunEvents
     from workflows.session_link import run_scope
 
 BOUND_APPROVALS_PATCH = "bound-child-approvals"
@@ -122,6 +129,8 @@ class Delegated:
     workflow_id: str
     stop_reason: StopReason | None = None
     """Why the child's loop stopped (None: it failed, or never ran)."""
+    iterations: int = 0
+    """The child's model turns (0: it failed, or never ran)."""
 
     @property
     def answered(self) -> bool:
@@ -145,10 +154,22 @@ async def run_child(
     observation, a failure an `Error: ...` one. While it runs, `children` takes its reports of
     calls waiting for a person (and no one else's under its key)."""
     key = f"{profile.name}-{call_id}"
+    child_id = f"{run_scope(params)}/{key}"
+    events = children.events
+    events.emit(SubagentStarted, call_id=call_id, agent=profile.name, child_workflow_id=child_id)
     try:
-        return await _run_child(params, pad, profile, task, key, children)
+        done = await _run_child(params, pad, profile, task, key, children)
     finally:
         children.forget(key)
+    events.emit(
+        SubagentFinished,
+        call_id=call_id,
+        agent=profile.name,
+        child_workflow_id=done.workflow_id,
+        stop_reason=done.stop_reason,
+        answer=event_text(done.observation),
+    )
+    return done
 
 
 async def _run_child(
@@ -186,8 +207,7 @@ async def _run_child(
     except ChildWorkflowError as error:
         if is_cancelled_exception(error):
             raise
-        cause = error.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or error)
+        detail = failure_detail(error)
         return Delegated(
             f"Error: the {profile.name} agent failed: {detail}", True, TokenUsage(), None, child_id
         )
@@ -197,7 +217,13 @@ async def _run_child(
             f"[the {profile.name} agent stopped early: {result.stop_reason}]\n{observation}"
         )
     return Delegated(
-        observation, False, result.usage, result.cost_usd, child_id, result.stop_reason
+        observation,
+        False,
+        result.usage,
+        result.cost_usd,
+        child_id,
+        result.stop_reason,
+        result.iterations,
     )
 
 
@@ -218,7 +244,9 @@ class ChildRequests:
     """The calls of this run's children that wait for a person, shown here and answered here
     (decisions are forwarded to the child as signals)."""
 
-    def __init__(self) -> None:
+    def __init__(self, events: RunEvents | None = None) -> None:
+        self.events = events or RunEvents.off()
+        """The run's event stream (its sub-agents are announced on it)."""
         self._children: dict[str, ChildPending] = {}
         self._started: dict[str, tuple[str, str]] = {}
         self._sequences: dict[str, int] = {}

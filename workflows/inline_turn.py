@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.usage import TokenUsage
     from workflows.agent_loop import AgentLoop
     from workflows.loop_host import TurnOutgrewSession
+    from workflows.run_events import RunEvents
     from workflows.session_link import TurnCancelled, turn_report
 
 
@@ -96,9 +97,12 @@ class SessionTurnHost:
 class InlineTurn:
     """Runs one turn as a task of the session workflow; `report()` once it has ended."""
 
-    def __init__(self, host: HostSession, agent_input: AgentInput) -> None:
-        self.agent = AgentLoop(SessionTurnHost(host))
-        """The turn's loop: the session hands people's signals and updates to it."""
+    def __init__(
+        self, host: HostSession, agent_input: AgentInput, events: RunEvents | None = None
+    ) -> None:
+        self.agent = AgentLoop(SessionTurnHost(host), events)
+        """The turn's loop: the session hands people's signals and updates to it; it publishes
+        on the session's stream (`events`, for this turn)."""
         session = agent_input.session
         assert session is not None and session.scope is not None
         self.scope = session.scope

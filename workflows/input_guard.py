@@ -7,16 +7,25 @@ fails the workflow task again at every retry, so the run is wedged for good. Thi
 into what any other bad input gets: a run fails at once naming the problem, an update is
 refused (nothing enters history), a signal is logged and ignored.
 
-Temporal's own handlers (names starting with `__`, e.g. the SDK's and contrib's) are left alone.
+Temporal's own handlers (names starting with `__`, e.g. the SDK's and contrib's) are left alone,
+except the event stream's publish signal (`STREAM_PUBLISH_SIGNAL`, `temporalio.contrib.
+workflow_streams`): anyone who can signal a run can send it, and its handler decodes each item
+without a guard, so an item that is not a base64 `Payload` (or a signal with no input) would
+fail the workflow task at every retry. Such a batch is logged and dropped whole, before the
+handler sees it.
 """
 
 from __future__ import annotations
 
+import base64
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from temporalio import workflow
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
+from temporalio.converter import PayloadConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     ExecuteWorkflowInput,
@@ -31,6 +40,8 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import INVALID_INPUT
 
 MAX_PAYLOADS = 1
+STREAM_PUBLISH_SIGNAL = "__temporal_workflow_stream_publish"
+"""The event stream's signal that activities (and any client) publish a batch of items with."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,6 +52,31 @@ def _too_many(what: str, count: int) -> str:
 
 def _ours(name: str) -> bool:
     return not name.startswith("__")
+
+
+def stream_publish_problem(args: Sequence[Any], converter: PayloadConverter) -> str | None:
+    """Why a publish signal's batch cannot be taken, or None: one `PublishInput` whose every
+    item has a string topic and a base64 `Payload` that `converter` decodes (else the stream's
+    handler would raise, or every reader of the stream would trip over the item)."""
+    if len(args) != 1:
+        return f"it takes one input (a batch of items); {len(args)} were sent"
+    batch = args[0]
+    if not isinstance(batch, PublishInput):
+        return "its input is not a batch of items"
+    if not isinstance(batch.publisher_id, str) or type(batch.sequence) is not int:
+        return "publisher_id must be a string and sequence an integer"
+    if not isinstance(batch.items, list):
+        return "items must be a list"
+    for index, entry in enumerate(batch.items):
+        if not isinstance(entry, PublishEntry) or not isinstance(entry.topic, str):
+            return f"items[{index}] has no topic"
+        try:
+            payload = Payload()
+            payload.ParseFromString(base64.b64decode(entry.data))
+            converter.from_payload(payload)
+        except Exception as error:
+            return f"items[{index}].data is not a base64-encoded payload: {error!r}"
+    return None
 
 
 class _GuardedInbound(WorkflowInboundInterceptor):
@@ -55,6 +91,11 @@ class _GuardedInbound(WorkflowInboundInterceptor):
         return await super().execute_workflow(input)
 
     async def handle_signal(self, input: HandleSignalInput) -> None:
+        if input.signal == STREAM_PUBLISH_SIGNAL:
+            problem = stream_publish_problem(input.args, workflow.payload_converter())
+            if problem is not None:
+                workflow.logger.warning("signal %s ignored: %s", input.signal, problem)
+                return
         if _ours(input.signal) and len(input.args) > MAX_PAYLOADS:
             workflow.logger.warning(
                 "signal %s ignored: invalid input: %s",

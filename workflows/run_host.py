@@ -25,21 +25,26 @@ with workflow.unsafe.imports_passed_through():
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop.input_validation import link_problem
+    from loop.search_attributes import search_state
     from loop.status import current_details
     from workflows.agent_loop import STRICT_INPUT_PATCH
     from workflows.delegation import signal_parent
     from workflows.model_gateway import run_conversation
     from workflows.refusals import refuse
+    from workflows.run_events import RunEvents
+    from workflows.search_attributes import SearchAttributeKeeper
     from workflows.session_link import pending_report, signal_session, turn_report
 
 
 class RunHost:
     """A `LoopHost` for a loop that is its own run."""
 
-    def __init__(self) -> None:
+    def __init__(self, events: RunEvents | None = None) -> None:
+        self._events = events or RunEvents.off()
         self._entry: CachedConversation | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._reports = 0
+        self._search = SearchAttributeKeeper()
 
     def check_start(self, params: AgentInput) -> None:
         info = workflow.info()
@@ -61,7 +66,10 @@ class RunHost:
         workflow.upsert_memo(memo)
 
     def show(self, status: Callable[[], AgentStatus]) -> None:
-        workflow.set_current_details(current_details(status()))
+        """The current details, and the search attributes operators filter by."""
+        now = status()
+        workflow.set_current_details(current_details(now))
+        self._search.keep(search_state(now.phase, now.pending, now.usage.total_tokens))
 
     def pending_changed(self, params: AgentInput | None, pending: list[PendingRequest]) -> None:
         """Reports are numbered: their signals go out concurrently and may arrive out of order,
@@ -83,16 +91,17 @@ class RunHost:
             self._spawn(signal_parent(params.parent, report))
 
     async def ready_to_hand_over(self) -> None:
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        """The stream's subscribers are released first (they follow to the next run): a
+        waiting poll is a handler that would otherwise never finish."""
+        await self._events.close()
 
     @property
     def hand_over_words(self) -> str:
         return "continuing as new"
 
     def hand_over(self, params: AgentInput, carried: Scratchpad) -> NoReturn:
-        workflow.continue_as_new(
-            params.model_copy(update={"resume": carried, "resume_context": self._entry})
-        )
+        carry = {"resume": carried, "resume_context": self._entry, "stream": self._events.state()}
+        workflow.continue_as_new(params.model_copy(update=carry))
 
     async def report(
         self,

@@ -16,16 +16,21 @@ Approvals, questions, steering and plan edits work as in a one-shot run, through
 handlers (`workflows.people.PeopleHandlers`): the session hands `approve` / `reject` / `reply`
 / `steer` (and, for inline turns, `decide` / `edit_plan`) to the running turn
 (`SessionPeople`) and lists its pending requests; `cancel_turn` stops the running turn only.
+
+The session's event stream (`RunEvents`, carried across continue-as-new) carries
+`turn_started` and `turn_finished` for every turn, an inline turn's own events between them
+(each with its `turn`), and `session_ended`; a child turn's events are on its run's stream.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import workflow
 from temporalio.common import RawValue
+from temporalio.contrib.workflow_streams import WorkflowStream
 from temporalio.exceptions import ApplicationError
 from temporalio.workflow import ParentClosePolicy
 
@@ -33,10 +38,12 @@ with workflow.unsafe.imports_passed_through():
     from pydantic import ValidationError
 
     from contracts.agent_input import AgentInput, SessionLink, has_visible_text
-    from contracts.agent_status import AgentStatus
+    from contracts.agent_status import AgentStatus, Phase
     from contracts.approvals import PendingRequest
     from contracts.errors import INVALID_INPUT
+    from contracts.events import SessionEnded, TurnFinished, TurnMoved, TurnStarted
     from contracts.model_io import CachedConversation
+    from contracts.payload_limits import PayloadLimits, limits
     from contracts.scratchpad import Scratchpad
     from contracts.session import (
         CancelTurn,
@@ -55,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         TurnResult,
     )
     from loop.approvals import as_shown
+    from loop.event_views import event_text, headline
     from loop.input_validation import output_problem
     from loop.limits import should_continue_as_new
     from loop.memory import (
@@ -64,6 +72,7 @@ with workflow.unsafe.imports_passed_through():
         memory_turn,
         remember,
     )
+    from loop.search_attributes import search_state
     from loop.session_details import idle_details, turn_details
     from loop.session_queue import queue_refusal
     from workflows.agent_loop import STRICT_INPUT_PATCH
@@ -74,11 +83,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.refusals import (
         NO_INPUT,
         BadInput,
+        limits_context,
         parse_or_ignore,
         parse_or_refuse,
         read_payload,
         refuse,
     )
+    from workflows.run_events import RunEvents, carried_stream_state, handlers_finished_but_polls
+    from workflows.search_attributes import SearchAttributeKeeper
     from workflows.session_people import SessionPeople
     from workflows.worker_catalog import worker_catalog
 
@@ -109,20 +121,22 @@ class SessionWorkflow(PeopleHandlers):
         continued run's start (an approval for the carried turn) must see what it carries. An
         input that does not parse fails the run in `run`. Runs recorded before this read it in
         `run`, after such signals (`INPUT_AT_INIT_PATCH`)."""
+        self.stream = WorkflowStream(prior_state=carried_stream_state(raw_input))
+        self._events = RunEvents(self.stream)
         self._params = SessionInput()
         self._carry = SessionCarry()
         self._reports: dict[str, TurnReport] = {}
         self._results: dict[str, TurnResult] = {}
         self._turn: InlineTurn | None = None
+        self._search = SearchAttributeKeeper()
         self._people = SessionPeople(self)
         self.people = self._people
         self._input_taken = False
         self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
         if self._input_read:
             with contextlib.suppress(ValidationError, BadInput):
-                self._read_input(
-                    SessionInput.model_validate(read_payload(raw_input, max_bytes=None, missing={}))
-                )
+                raw = read_payload(raw_input, max_bytes=None, missing={})
+                self._read_input(SessionInput.model_validate(raw, context=limits_context()))
 
     def _session_input(self, raw_input: RawValue) -> SessionInput:
         """The session's input, or a refusal naming the problem; a session recorded before
@@ -131,7 +145,7 @@ class SessionWorkflow(PeopleHandlers):
         try:
             return parse_or_refuse(
                 SessionInput, raw_input, "SessionWorkflow input", INVALID_INPUT, max_bytes=None,
-                missing={},
+                missing={}, context=limits_context(),
             )  # fmt: skip
         except ApplicationError:
             if workflow.patched(STRICT_INPUT_PATCH):
@@ -175,7 +189,9 @@ class SessionWorkflow(PeopleHandlers):
     @workflow.update(name="send")
     async def send(self, raw: RawValue = NO_INPUT) -> TurnResult:
         """`{"text": "...", "by"?: "..."}`: queue a message and return its turn's result."""
-        message = parse_or_refuse(SendMessage, raw, "message", SESSION_REFUSED)
+        message = parse_or_refuse(
+            SendMessage, raw, "message", SESSION_REFUSED, max_bytes=self._limits.signal_bytes
+        )
         info = workflow.current_update_info()
         # Each queued message needs its own id; an update's id can arrive empty from some clients.
         queued_id = info.id if info and info.id else f"update-{workflow.uuid4()}"
@@ -213,10 +229,18 @@ class SessionWorkflow(PeopleHandlers):
             f"ended by {request.by}" if request.by else None
         )
 
+    @property
+    def _limits(self) -> PayloadLimits:
+        """The size limits of this session's messages: the raised ones when its input took
+        them (`SessionInput.raised_limits`, only on a worker that stores large payloads)."""
+        return limits(self._params.raised_limits)
+
     def _check_message(self, raw: Any) -> SendMessage:
         if self._carry.ended:
             refuse("the session has ended", SESSION_REFUSED)
-        message = parse_or_refuse(SendMessage, raw, "message", SESSION_REFUSED)
+        message = parse_or_refuse(
+            SendMessage, raw, "message", SESSION_REFUSED, max_bytes=self._limits.signal_bytes
+        )
         if not has_visible_text(message.text):
             refuse("text: the message is empty", SESSION_REFUSED)
         if len(message.text) > self._params.max_message_chars:
@@ -225,7 +249,7 @@ class SessionWorkflow(PeopleHandlers):
                 f"{self._params.max_message_chars}",
                 SESSION_REFUSED,
             )
-        queue_full = queue_refusal(self._carry.queued, message)
+        queue_full = queue_refusal(self._carry.queued, message, self._limits.queued_chars)
         if queue_full:
             refuse(queue_full, SESSION_REFUSED)
         if message.overrides():
@@ -383,18 +407,19 @@ class SessionWorkflow(PeopleHandlers):
                 if self._turn_done():
                     self._finish_turn()
                     continue
-                self._continue_as_new()  # a long wait: carry the running turn along
+                await self._continue_as_new()  # a long wait: carry the running turn along
             if self._can_continue_as_new():
-                self._continue_as_new()
+                await self._continue_as_new()
             await self._wait_for(lambda: bool(self._carry.queued) or self._carry.ended)
             if self._carry.queued:
                 await self._start_turn(self._carry.queued.pop(0))
             elif self._carry.ended:
                 break
             else:
-                self._continue_as_new()
+                await self._continue_as_new()
 
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        self._events.emit(SessionEnded, turns=self._carry.turns, reason=self._carry.end_reason)
+        await self._events.close()  # subscribers released, every handler finished
         return SessionResult(
             turns=self._carry.turns,
             usage=self._carry.usage,
@@ -448,6 +473,7 @@ class SessionWorkflow(PeopleHandlers):
         )
         running.workflow_id, running.inline = session.scope, False
         self._show_details()
+        self._events.emit(TurnMoved, turn=running.turn, child_workflow_id=session.scope)
         await self._start_child_turn(child_input, session.scope, running.turn)
 
     async def _start_turn(self, message: QueuedMessage) -> None:
@@ -467,6 +493,7 @@ class SessionWorkflow(PeopleHandlers):
                 turn_id=turn_id,
                 token=token,
                 scope=turn_scope if inline else None,
+                turn=carry.turns,
             ),
         )
         carry.running = RunningTurn(
@@ -478,8 +505,15 @@ class SessionWorkflow(PeopleHandlers):
         )
         carry.pending = []
         self._show_details()
+        self._events.emit(
+            TurnStarted,
+            turn=carry.turns,
+            message=headline(message.text),
+            by=message.by,
+            child_workflow_id=None if inline else turn_scope,
+        )
         if inline:
-            self._turn = InlineTurn(self, agent_input)
+            self._turn = InlineTurn(self, agent_input, self._events.for_turn(carry.turns))
             return
         await self._start_child_turn(agent_input, turn_scope, carry.turns)
 
@@ -534,6 +568,14 @@ class SessionWorkflow(PeopleHandlers):
             error=report.error,
             output=report.output,
         )
+        self._events.emit(
+            TurnFinished,
+            turn=running.turn,
+            stop_reason=report.stop_reason,
+            answer=report.answer,
+            error=event_text(report.error) if report.error else None,
+            child_workflow_id=None if running.inline else running.workflow_id,
+        )
         carry.running = None
         carry.pending = []
         self._show_details()
@@ -550,6 +592,7 @@ class SessionWorkflow(PeopleHandlers):
                 None if running.inline else running.workflow_id,
                 carry.pending,
             )
+            phase: Phase | Literal["idle"] = "thinking"
         else:
             last = carry.memory[-1] if carry.memory else None
             details = idle_details(
@@ -559,13 +602,16 @@ class SessionWorkflow(PeopleHandlers):
                 len(carry.queued),
                 last.incomplete if last is not None and last.turn == carry.turns else None,
             )
+            phase = "idle"
         workflow.set_current_details(details)
+        self._search.keep(search_state(phase, carry.pending, carry.usage.total_tokens))
 
     def _can_continue_as_new(self) -> bool:
         """The history is long and no handler is in flight (a `send` update waiting for its
-        turn must get its answer from this run)."""
+        turn must get its answer from this run; a subscriber's waiting poll follows to the
+        next run)."""
         info = workflow.info()
-        return workflow.all_handlers_finished() and should_continue_as_new(
+        return handlers_finished_but_polls() and should_continue_as_new(
             events=info.get_current_history_length(),
             size_bytes=info.get_current_history_size(),
             suggested=info.is_continue_as_new_suggested(),
@@ -573,8 +619,12 @@ class SessionWorkflow(PeopleHandlers):
             max_bytes=self._params.agent.continue_as_new_after_bytes,
         )
 
-    def _continue_as_new(self) -> None:
-        """Hand over to a fresh run carrying memory, queued messages and a running turn."""
+    async def _continue_as_new(self) -> None:
+        """Hand over to a fresh run carrying memory, queued messages, a running turn and the
+        event stream. Called when no handler but the stream's subscribers' polls runs: they
+        are released first (in this same workflow task, so no message can arrive between) and
+        follow to the next run."""
+        await self._events.close()
         info = workflow.info()
         workflow.logger.info(
             "session continuing as new after %d events: %d remembered turns, %d queued",
@@ -582,4 +632,5 @@ class SessionWorkflow(PeopleHandlers):
             len(self._carry.memory),
             len(self._carry.queued),
         )
-        workflow.continue_as_new(self._params.model_copy(update={"carry": self._carry}))
+        carried = {"carry": self._carry, "stream": self._events.state()}
+        workflow.continue_as_new(self._params.model_copy(update=carried))

@@ -11,30 +11,36 @@ workflow records the round.
 What a call reaches is a `Callee` (`workflows.callees`: the worker's own tools, MCP servers'
 tools, agent profiles); the round treats every kind the same way, and a call's state lives in
 its own context and result, so concurrent calls share nothing.
+
+Each call is published on the run's event stream as it starts and as it ends
+(`tool_call_started`, `tool_call_finished`), not when the round ends; the calls running now are
+listed in `status` (`running`) with the progress their tools report.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
     from contracts.agent_result import StepStatus, ToolStep
+    from contracts.agent_status import RunningCall
     from contracts.approvals import HumanDecision, PendingRequest
-    from contracts.errors import HUMAN_WAIT_TIMED_OUT
+    from contracts.events import ToolCallFinished, ToolCallStarted
     from contracts.messages import ToolCall
     from contracts.model_io import ModelReply
     from contracts.request_kind import RequestKind
     from contracts.scratchpad import Scratchpad
     from contracts.usage import TokenUsage
     from loop import approvals
+    from loop.event_views import event_text
     from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
     from loop.repetition import observe_round, screen_round
@@ -42,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.callees.protocol import CallContext, Callee, CallResult
     from workflows.delegation import ChildRequests, Delegated
     from workflows.human_gate import HumanGate
+    from workflows.refusals import limits_context
+    from workflows.run_events import RunEvents
     from workflows.run_log import RunLog, ms_since
 
 
@@ -61,7 +69,14 @@ class ToolRound:
         log: RunLog,
         children: ChildRequests | None = None,
         unavailable: Mapping[str, str] | None = None,
+        *,
+        events: RunEvents | None = None,
+        on_change: Callable[[], None] | None = None,
     ):
+        self._events = events or RunEvents.off()
+        self._on_change = on_change or (lambda: None)
+        self._running: dict[str, RunningCall] = {}
+        """Calls running now (started, not finished), by call id."""
         self._children = children or ChildRequests()
         self._unavailable = dict(unavailable or {})
         self._params = params
@@ -85,7 +100,7 @@ class ToolRound:
         )
         planned = [
             RefusedCall(p.call, refusals[p.call.id]) if p.call.id in refusals else p
-            for p in plan_tool_calls(reply.tool_calls, self._arg_models)
+            for p in plan_tool_calls(reply.tool_calls, self._arg_models, limits_context())
         ]
         screened = screen_round(pad.repetition, planned, max_repeats)
         if screened.stop_tool:
@@ -134,6 +149,7 @@ class ToolRound:
             human: HumanDecision | None = None,
         ) -> ToolStep:
             child = result.delegated if result is not None else None
+            self._finished(call, status, observation)
             return ToolStep(
                 policy=policy.because if policy else None,
                 child_workflow_id=child.workflow_id if child else None,
@@ -179,11 +195,54 @@ class ToolRound:
             args = human.executed_args or args
         context = CallContext(self._params, pad, call, args, iteration, self._children)
         invoked = workflow.now()  # the call's latency, not the wait for a person before it
-        result = await callee.invoke(context)
+        self._started(call, args, invoked)
+        try:
+            result = await callee.invoke(context)
+        except BaseException as error:  # (it fails the run, or the run is being cancelled)
+            ended = "cancelled" if is_cancelled_exception(error) else "error"
+            self._finished(call, ended, str(error))
+            raise
         self._log_tool(callee, call, result.status, invoked, truncated=result.truncated)
         note = approvals.edited_note(human) if human else None
         text = f"{note}\n{result.observation}" if note else result.observation
         return step(text, result.status, args, human), result.stop_run, result.delegated
+
+    # -- what the stream and `status` show of calls ----------------------------------------
+
+    def running(self, events: RunEvents) -> list[RunningCall]:
+        """The calls running now, each with the latest progress its tool reported."""
+        progress = events.progress_of(set(self._running))
+        return [
+            call.model_copy(
+                update={
+                    "progress": progress[call.call_id][0],
+                    "fraction": progress[call.call_id][1],
+                }
+            )
+            if call.call_id in progress
+            else call
+            for call in self._running.values()
+        ]
+
+    def _started(self, call: ToolCall, args: dict[str, Any], at: datetime) -> None:
+        self._running[call.id] = RunningCall(
+            call_id=call.id, tool=call.name, args=args, started_at=at
+        )
+        self._events.emit(ToolCallStarted, call_id=call.id, tool=call.name, arguments=args)
+        self._on_change()
+
+    def _finished(self, call: ToolCall, status: str, observation: str) -> None:
+        """A call ended (or never ran: refused, denied, rejected): published once."""
+        was_running = self._running.pop(call.id, None) is not None
+        self._events.emit(
+            ToolCallFinished,
+            call_id=call.id,
+            tool=call.name,
+            status=status,
+            observation=event_text(observation),
+        )
+        if was_running:
+            self._on_change()
 
     def _precheck(self, item: Callee, call: ToolCall, args: dict[str, Any]) -> str | None:
         """Why a call about to wait for a person can never succeed, per its tool's `precheck`
@@ -244,15 +303,7 @@ class ToolRound:
             call_id=call.id,
             outcome="waiting",
         )
-        decision = await self._gate.wait(request)
-        if decision.outcome == "timed_out" and decision.timeout_action == "fail":
-            raise ApplicationError(
-                f"{request.kind} for {item.name} ({call.id}) timed out after "
-                f"{approvals.waited_seconds(request):g}s and the timeout action is 'fail'",
-                type=HUMAN_WAIT_TIMED_OUT,
-                non_retryable=True,
-            )
-        return request, decision
+        return request, await self._gate.wait_or_fail(request)
 
     def _log_refusal(self, call: ToolCall, why: str, outcome: str) -> None:
         self._log(
