@@ -14,6 +14,9 @@ from typing import Any
 from cli.errors import CliError
 
 HOST = "127.0.0.1"
+SHUTDOWN_GRACE_SECONDS = 5
+"""On shutdown, open requests (SSE streams, `?wait=true`) get this long, then are closed: a
+client that holds a stream open must not keep the server from stopping."""
 
 
 def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) -> None:
@@ -41,7 +44,15 @@ async def serve(app: Any, port: int, announce: str) -> None:
     import uvicorn  # only for the commands that serve
 
     check_port(port)
-    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=HOST,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+    )
     sys.stderr.write(announce + "\n")
     sys.stderr.flush()
     await server.serve()

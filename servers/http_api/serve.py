@@ -1,0 +1,90 @@
+"""`agent serve [--host 127.0.0.1] [--port 8000]`: the HTTP API, AG-UI and the web console.
+
+It connects to Temporal as every `agent` command does (`--address`, `--namespace`, the
+environment, the profile), then serves `app.create_app` with uvicorn until Ctrl-C. Without
+`AGENT_API_TOKEN` it listens on loopback only. The heavy imports (FastAPI, uvicorn) happen when
+the command runs, so the rest of the `agent` CLI starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from runtime.temporal_client import DEFAULT_ADDRESS
+from servers.http_serving import SHUTDOWN_GRACE_SECONDS
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"listen address ({DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API (repeat; env AGENT_API_CORS_ORIGINS)",
+    )
+    parser.add_argument(
+        "--web-ui",
+        metavar="URL",
+        help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default "
+        "the local dev server's)",
+    )
+
+
+def default_web_ui(address: str, ui_port: int) -> str | None:
+    """The local dev server's Web UI when the server is the local one, else None."""
+    host = address.rsplit(":", 1)[0]
+    local = address == DEFAULT_ADDRESS or host in ("localhost", "127.0.0.1")
+    return f"http://localhost:{ui_port}" if local else None
+
+
+async def serve(args: argparse.Namespace, ctx: Any) -> int:
+    """Run the server until it is stopped (see the module docstring)."""
+    import uvicorn
+
+    from cli.connection import connect
+    from cli.errors import OK, CliError
+    from servers.http_api.app import create_app
+    from servers.http_api.config import ConfigError, ServeConfig, check_bind
+
+    target = ctx.target
+    try:
+        config = ServeConfig.from_env(
+            namespace=target.namespace,
+            task_queue=target.task_queue,
+            cors_origins=tuple(args.cors_origin or ()),
+            web_ui_url=args.web_ui
+            or default_web_ui(target.address, target.settings.dev_server_ui_port),
+        )
+        check_bind(args.host, config)
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    client = await connect(target)
+    app = create_app(client, config)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            lifespan="on",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+    )
+    auth = "bearer token required" if config.token else "no token: loopback only"
+    print(
+        f"agent serve: http://{args.host}:{args.port}/ (console), /v1 (API), /agui (AG-UI), "
+        f"/openapi.json · Temporal {target.address} namespace {target.namespace} · task queue "
+        f"{target.task_queue} · {auth}",
+        file=sys.stderr,
+        flush=True,
+    )
+    await server.serve()
+    if not server.started:
+        raise CliError(f"could not listen on {args.host}:{args.port} (see the message above)")
+    return OK
