@@ -33,6 +33,12 @@ E = TypeVar("E", bound=EventBase)
 
 POLL_HANDLER = "__temporal_workflow_stream_poll"
 """The stream's long-poll update: a subscriber waiting, not work of the run's own."""
+CARRIED_EVENTS = 100
+CARRIED_BYTES = 16 * 1024
+"""At most this many of the newest events, of at most this many bytes, go to a continued run."""
+CARRIED_PUBLISHERS = 20
+"""The de-duplication state of at most this many publishers (the latest seen) goes along: an
+activity's retried batch arrives within seconds, and every model call publishes as one."""
 PROGRESS_SCAN = 2_000
 """How far back (items) `progress_of` looks for a running call's latest `tool_progress`."""
 
@@ -99,8 +105,36 @@ class RunEvents:
     # -- continue-as-new and the end --------------------------------------------------------
 
     def state(self) -> WorkflowStreamState | None:
-        """What the next run takes (`prior_state`), after `detach`."""
-        return self._stream.get_state() if self._stream is not None else None
+        """What the next run takes (`prior_state`), after `detach`: the stream's offsets and
+        publishers, and only the newest events (`CARRIED_EVENTS`, `CARRIED_BYTES`). Carrying
+        the whole log (or every publisher's de-duplication state: `CARRIED_PUBLISHERS`) would
+        put every event the run ever published into each continued run's input, so a long
+        session's history would grow with its age; a follower carries on from
+        its offset, and one that fell further behind than the carried tail resumes at the
+        oldest event kept (the stream's truncated-offset rule)."""
+        if self._stream is None:
+            return None
+        self._keep_newest()
+        state = self._stream.get_state()
+        if len(state.publishers) > CARRIED_PUBLISHERS:  # (each model call is a publisher)
+            newest = sorted(state.publishers.items(), key=lambda p: p[1].last_seen)
+            state.publishers = dict(newest[-CARRIED_PUBLISHERS:])
+        return state
+
+    def _keep_newest(self) -> None:
+        assert self._stream is not None
+        log = getattr(self._stream, "_log", None)
+        base = getattr(self._stream, "_base_offset", None)
+        if not isinstance(log, list) or not isinstance(base, int):
+            return
+        kept = size = 0
+        for item in reversed(log):
+            size += item.data.ByteSize()
+            if kept >= CARRIED_EVENTS or size > CARRIED_BYTES:
+                break
+            kept += 1
+        if kept < len(log):
+            self._stream.truncate(base + len(log) - kept)
 
     def detach(self) -> None:
         """Release waiting subscribers (they follow to the next run, or read the closed run
