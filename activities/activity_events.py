@@ -6,7 +6,8 @@ They go through `WorkflowStreamClient.from_within_activity()`: batched, each bat
 workflow's history. Batching is by time: what arrives within `BATCH_SECONDS` of a batch's first
 item goes with it, and text pieces within one batch are joined into one delta; the last batch
 goes when the activity ends, before its result, so every delta precedes the workflow's
-`model_call_finished`. A reply written in less than `BATCH_SECONDS` is one signal.
+`model_call_finished`. A reply written in less than `BATCH_SECONDS` sends no delta at all
+(`ModelCallEvents.quiet`): its `model_call_finished` carries the whole text.
 
 Publishing never fails the activity: a stream that cannot be reached (a workflow without one,
 a server error, a closed run) is logged once and the activity carries on.
@@ -62,6 +63,8 @@ class ActivityEvents:
         """Send the batch now (a large batch, the first progress report, `close`)."""
         self._closing = False
         self._failed = False
+        self.sent = False
+        """Whether a batch has gone (or is going) to the workflow."""
 
     async def __aenter__(self) -> ActivityEvents:
         self.open()
@@ -154,6 +157,7 @@ class ActivityEvents:
     async def _send(self) -> None:
         if self._client is None:
             return
+        self.sent = True
         try:
             await self._client.flush()
         except Exception as error:  # (the batch stays pending: it goes with the next one)
@@ -210,7 +214,18 @@ class ModelCallEvents(ActivityEvents):
     async def close(self, *, cancelling: bool = False) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        if self.quiet:
+            for pieces in self._pieces.values():
+                pieces.clear()  # the workflow's `model_call_finished` carries the whole text
         await super().close(cancelling=cancelling)
+
+    @property
+    def quiet(self) -> bool:
+        """A quick reply: a first attempt, announced by the workflow, that answered before its
+        first batch went. Its deltas are not sent (one signal, and the workflow task it wakes,
+        saved on every quick turn); the reply says so (`ModelReply.deltas_sent`), and the
+        workflow's `model_call_finished` then carries the whole text instead."""
+        return self._attempt == 1 and self._announced and not self.sent
 
     def piece(self, kind: str, text: str) -> None:
         """A piece of the reply as it streams (`kind`: `text` or `reasoning`)."""

@@ -73,6 +73,8 @@ class ModelActivities:
                 announced=request.events.announced,
             ) as events:
                 reply = await self._complete(request, ProgressBoard(progress, events.piece))
+            if events.quiet:
+                reply = reply.model_copy(update={"deltas_sent": False})
         latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
             "model %s answered turn %d in %d ms: %d tool calls, %d tokens",

@@ -61,6 +61,11 @@ POLL_UPDATE = "__temporal_workflow_stream_poll"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+WRITING_S = 0.02
+"""Seconds before each streamed chunk of the fake model's replies: a model that writes over time
+(about 0.5 s a reply), so its text goes as deltas; an instant reply sends none."""
+
+
 def percentile(values: Sequence[float], q: int) -> float:
     if len(values) < 2:
         return values[0] if values else float("nan")
@@ -164,7 +169,7 @@ async def one_session(
             asyncio.create_task(sse_follow(http, session_id, latencies)) for _ in range(count)
         ]
     for turn in range(1, turns + 1):
-        await handle.execute_update("send", {"text": user_message(turn)})
+        await handle.execute_update("send", {"text": f"[writing {WRITING_S}] {user_message(turn)}"})
     await handle.signal("end", {"reason": "done"})
     await handle.result()
     await asyncio.gather(*followers)

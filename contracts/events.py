@@ -108,7 +108,8 @@ class ModelCallFinished(EventBase):
     model: str | None = None
     purpose: ModelPurpose = "turn"
     text: str | None = None
-    """The reply's text, shortened for display (the deltas carry it whole)."""
+    """The reply's text: whole when no delta carried it (a reply quicker than one batch of
+    deltas, 150 ms), else shortened for display (the deltas carry it whole)."""
     usage: TokenUsage = TokenUsage()
     tool_calls: int = 0
     """How many tool calls the reply asked for."""

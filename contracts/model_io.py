@@ -143,6 +143,10 @@ class ModelReply(BaseModel):
     worker_queue: str | None = none_omitted()
     """The worker-specific task queue of the worker that answered, whose context cache now holds
     the conversation (None: a worker without cache affinity)."""
+    deltas_sent: bool = Field(default=True, exclude_if=lambda value: value)
+    """False: the reply came before its first batch of text deltas went, and none was sent
+    (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`
+    carries the whole text instead. Left out of the JSON while true."""
 
     def as_message(self) -> ChatMessage:
         """The assistant message to append to the conversation for this reply."""

@@ -5,6 +5,7 @@ a process of its own; `tests/test_history_budget.py` uses it in-process):
 - `[calc T]`: T rounds of two parallel `calculator` calls, then a short answer;
 - `[fixed N C]`: one `fixed_output` call (n=N, C characters), then a 200-character answer;
 - `[approve ID]`: one `write_file` call (which needs approval), then a short answer;
+- `[writing S]` (with any of them): the reply streams with S seconds before each chunk;
 - `[many R C]`: R rounds of one `fixed_output` call each (n = the round, C characters), then a
   200-character answer (one long run: `bench.peers`' long conversation).
 
@@ -46,7 +47,22 @@ def rounds_since_user(messages: list[dict[str, Any]]) -> tuple[str, int]:
     return "", rounds
 
 
+WRITING = re.compile(r"\[writing ([0-9.]+)\]")
+"""`[writing S]` anywhere in the first 200 characters: stream the reply with S seconds before
+each chunk, as a model that writes over time (an instant reply sends no text deltas)."""
+
+
 def bench_model(body: dict[str, Any]) -> fake.ReplyLike:
+    prompt, _ = rounds_since_user(body["messages"])
+    reply = directed_reply(body)
+    writing = WRITING.search(prompt[:200])
+    if writing is None or not isinstance(reply, fake.Completion):
+        return reply
+    return fake.streamed(reply, piece_seconds=float(writing.group(1)))
+
+
+def directed_reply(body: dict[str, Any]) -> fake.ReplyLike:
+    """The reply the prompt's directive asks for."""
     prompt, rounds = rounds_since_user(body["messages"])
     match = DIRECTIVE.search(prompt[:200])
     if match is None:

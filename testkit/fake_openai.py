@@ -146,10 +146,14 @@ class StreamedReply:
     completes its choice) and ``done=False`` the final ``data: [DONE]``. The completion's
     ``message_extra`` is streamed as the deltas ``extra_pieces`` (provider fields arriving in
     pieces, as gateways stream thinking blocks), or else in one delta of its own.
+    ``piece_seconds`` waits that long before each chunk: a reply that takes time to write, as
+    a real model's does (one that comes whole in a moment sends no text deltas to the run's
+    event stream: `activities.activity_events.ModelCallEvents.quiet`).
     """
 
     completion: Completion
     piece_chars: int = DEFAULT_PIECE_CHARS
+    piece_seconds: float = 0.0
     split_call_header: bool = False
     interleave: bool = False
     hold_after: int | None = None
@@ -351,6 +355,7 @@ def streamed(
     reply: Completion | str,
     *,
     piece_chars: int = DEFAULT_PIECE_CHARS,
+    piece_seconds: float = 0.0,
     split_call_header: bool = False,
     interleave: bool = False,
     hold_after: int | None = None,
@@ -368,6 +373,7 @@ def streamed(
     return StreamedReply(
         completion=text(reply) if isinstance(reply, str) else reply,
         piece_chars=piece_chars,
+        piece_seconds=piece_seconds,
         split_call_header=split_call_header,
         interleave=interleave,
         hold_after=hold_after,
@@ -561,6 +567,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         for sent, event in enumerate(events):
             if sent == reply.drop_after:
                 self._drop()
+                return
+            if reply.piece_seconds and fake._stop_event.wait(reply.piece_seconds):
+                self._drop()  # server is stopping: don't keep anyone waiting
                 return
             if sent == reply.hold_after and reply.release is not None:
                 while not reply.release.wait(_POLL_INTERVAL):

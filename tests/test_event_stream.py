@@ -90,6 +90,11 @@ async def workers(
     )  # fmt: skip
 
 
+WRITING = 0.05
+"""Seconds before each streamed chunk: replies written over time, as a real model's are (one that
+comes whole in a moment sends no deltas: the workflow's `model_call_finished` carries its text)."""
+
+
 @pytest.fixture
 async def streamed(
     temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
@@ -136,7 +141,7 @@ async def test_a_run_streams_its_steps_in_order(streamed: AgentHarness) -> None:
             fake.call("calculator", {"expression": "17 * 25"}, id="calc"),
             fake.call("write_file", {"path": "out.txt", "content": "hello"}, id="write"),
         ),
-        fake.streamed(ANSWER, piece_chars=6),
+        fake.streamed(ANSWER, piece_seconds=WRITING, piece_chars=6),
     )
     handle = await streamed.start(
         {"prompt": "compute and write", "tools": ["calculator", "write_file"]}
@@ -202,7 +207,7 @@ async def test_resuming_from_an_offset_misses_nothing_and_repeats_nothing(
     streamed.fake.enqueue(
         fake.tool_calls(fake.call("calculator", {"expression": "6 * 7"}, id="c1")),
         fake.tool_calls(fake.call("calculator", {"expression": "2 + 2"}, id="c2")),
-        fake.streamed("Forty-two, then four.", piece_chars=3),
+        fake.streamed("Forty-two, then four.", piece_seconds=WRITING, piece_chars=3),
     )
     handle = await streamed.start({"prompt": "two sums", "tools": ["calculator"]})
     first: list[AgentEvent] = []
@@ -301,8 +306,8 @@ async def test_a_retried_model_call_marks_its_attempt(streamed: AgentHarness) ->
     `model_call_started` with attempt 2, and its deltas are the whole answer."""
     answer = "A complete answer, streamed again from its start by the second attempt."
     streamed.fake.enqueue(
-        fake.streamed(answer, piece_chars=5, drop_after=6),
-        fake.streamed(answer, piece_chars=5),
+        fake.streamed(answer, piece_seconds=WRITING, piece_chars=5, drop_after=6),
+        fake.streamed(answer, piece_seconds=WRITING, piece_chars=5),
     )
     handle = await streamed.start({"prompt": "stream", "model_max_attempts": 3})
     events = await collect(streamed, handle.id)
@@ -357,7 +362,7 @@ async def test_a_streamed_run_replays_without_nondeterminism(streamed: AgentHarn
     no stream signal at all."""
     streamed.fake.enqueue(
         fake.tool_calls(fake.call("write_file", {"path": "r.txt", "content": "r"}, id="w1")),
-        fake.streamed("Replayed answer, streamed in pieces.", piece_chars=4),
+        fake.streamed("Replayed answer, streamed in pieces.", piece_seconds=WRITING, piece_chars=4),
     )
     handle = await streamed.start({"prompt": "write r", "tools": ["write_file"]})
     following = asyncio.create_task(collect(streamed, handle.id))

@@ -380,7 +380,7 @@ async def test_events_stream_in_order_and_resume_without_gaps_or_repeats(
 ) -> None:
     agent.fake.enqueue(
         fake.streamed(write_calls("w1"), piece_chars=5),
-        fake.streamed("All written down.", piece_chars=4),
+        fake.streamed("All written down.", piece_seconds=0.05, piece_chars=4),
     )
     workflow_id = wid()
     await api.http.post("/v1/runs", json={"prompt": "write a file", "id": workflow_id})

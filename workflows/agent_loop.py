@@ -320,7 +320,7 @@ class AgentLoop:
         due = summary_due(self._pad, params.max_context_tokens)
         if due is not None:
             answer = await model.summarize(self._pad, due)
-            self._model_called(with_model_call(self._pad, answer), answer.reply.content)
+            self._model_called(with_model_call(self._pad, answer), answer.reply)
             self._pad = with_summary(self._pad, due, answer.reply.content)
 
     async def _ask(
@@ -331,15 +331,16 @@ class AgentLoop:
         extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
         answer = await model.ask(self._pad, schemas, purpose=purpose, extra=extra)
-        self._model_called(with_model_call(self._pad, answer), answer.reply.content)
+        self._model_called(with_model_call(self._pad, answer), answer.reply)
         return answer.reply
 
-    def _model_called(self, pad: Scratchpad, text: str | None) -> None:
-        """The scratchpad after a model call (its record last in `model_calls`): published."""
+    def _model_called(self, pad: Scratchpad, reply: ModelReply) -> None:
+        """The scratchpad after a model call (its record last in `model_calls`): published, with
+        the whole text when the reply came too quickly for any delta (`deltas_sent`)."""
         self._pad = pad
-        self._emit_model_call(pad.model_calls[-1], text)
+        self._emit_model_call(pad.model_calls[-1], reply.content, whole=not reply.deltas_sent)
 
-    def _emit_model_call(self, call: ModelCall, text: str | None) -> None:
+    def _emit_model_call(self, call: ModelCall, text: str | None, *, whole: bool = False) -> None:
         self._events.emit(
             ModelCallFinished,
             model_call=call.turn,
@@ -347,7 +348,7 @@ class AgentLoop:
             purpose=call.purpose,
             usage=call.usage,
             tool_calls=call.tool_calls,
-            text=headline(text) if text else None,
+            text=(text if whole else headline(text)) if text else None,
         )
 
     def _emit_plan(self) -> None:

@@ -116,7 +116,9 @@ async def streamed(client: Client, queue: str, model: fake.FakeOpenAIServer) -> 
     workflow."""
     model.enqueue(
         fake.tool_calls(fake.call("write_file", {"path": "s.txt", "content": "s"}, id="w1")),
-        fake.streamed("Written, and this answer streamed in pieces.", piece_chars=5),
+        fake.streamed(
+            "Written, and this answer streamed in pieces.", piece_seconds=0.05, piece_chars=5
+        ),
     )
     handle = await client.start_workflow(
         "AgentWorkflow",

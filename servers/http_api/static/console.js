@@ -277,6 +277,12 @@ function show(type, e) {
     case "model_call_finished": {
       const node = state.bubbles.get(bubbleKey(e));
       if (node) node.classList.remove("live");
+      else if (e.text && e.tool_calls > 0 && SHOWN_PURPOSES.has(e.purpose || "turn")) {
+        // a quick reply sends no deltas: its text comes whole here (an answer comes with the turn)
+        const made = bubble(e);
+        made.textContent = e.text;
+        made.classList.remove("live");
+      }
       break;
     }
     case "tool_call_started": {
