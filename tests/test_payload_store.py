@@ -7,11 +7,10 @@ model gets the whole request."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from runtime.codec import data_converter, generate_key, parse_key
+from runtime.dev_server import is_listening
 from runtime.payload_store import (
     OFF,
     THRESHOLD,
@@ -37,16 +37,12 @@ from runtime.payload_store import (
     store_spec,
 )
 from testkit import fake_openai as fake
+from testkit.crash_tools import free_port
+from testkit.eventually import eventually
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
 
 BIG = "large document line, the same text over and over. " * 20_000  # about 1 MB
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_setting_names_a_store_or_off() -> None:
@@ -86,7 +82,7 @@ def _claim(reference: Payload) -> StorageDriverClaim:
 
 
 @pytest.fixture
-def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+async def moto_s3(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[str]:
     """moto's S3 server on a free port; the standard AWS variables point at it."""
     port = free_port()
     server = subprocess.Popen(
@@ -95,10 +91,13 @@ def moto_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-            assert server.poll() is None and time.monotonic() < deadline, "moto did not start"
-            time.sleep(0.1)
+
+        def listening() -> bool:
+            if server.poll() is not None:
+                raise RuntimeError(f"moto_server exited with code {server.returncode}")
+            return is_listening("127.0.0.1", port)
+
+        await eventually(listening, timeout=60, what="moto's S3 server to listen")
         for name, value in {
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
             "AWS_ACCESS_KEY_ID": "testing",
