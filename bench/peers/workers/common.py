@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
@@ -98,6 +99,27 @@ def model_env(model_url: str) -> dict[str, str]:
         "OPENAI_API_KEY": API_KEY,
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
     }
+
+
+def serve_with(
+    plugins: Callable[[str], list[Any]],
+    workflows: Sequence[type],
+    activities: Sequence[Callable[..., Any]] = (),
+) -> None:
+    """`serve` a peer's worker: a client with the peer's plugins for the variant asked for, its
+    workflows and activities, the variant's sandbox."""
+
+    async def build(args: argparse.Namespace) -> Worker:
+        client = await Client.connect(args.address, plugins=plugins(args.variant))
+        return Worker(
+            client,
+            task_queue=args.task_queue,
+            workflows=workflows,
+            activities=activities,
+            **sandbox_runner(args.variant),
+        )
+
+    serve(build)
 
 
 def serve(build: Callable[[argparse.Namespace], Awaitable[Worker]]) -> None:

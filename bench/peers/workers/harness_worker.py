@@ -11,12 +11,8 @@ storage (its default). The model is the fake server's Chat Completions endpoint.
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from typing import Any
-
-from temporalio.client import Client
-from temporalio.worker import Worker
 
 from bench.peers.workers import common
 from bench.peers.workers.harness_workflows import TOOLS, WORKFLOWS
@@ -50,15 +46,5 @@ def plugins(variant: str) -> list[Any]:
     ]
 
 
-async def build(args: argparse.Namespace) -> Worker:
-    client = await Client.connect(args.address, plugins=plugins(args.variant))
-    return Worker(
-        client,
-        task_queue=args.task_queue,
-        workflows=WORKFLOWS,
-        **common.sandbox_runner(args.variant),
-    )
-
-
 if __name__ == "__main__":
-    common.serve(build)
+    common.serve_with(plugins, WORKFLOWS)

@@ -13,11 +13,7 @@ passed through the sandbox, the levers ours uses that this peer can switch on.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
-
-from temporalio.client import Client
-from temporalio.worker import Worker
 
 from bench.peers.workers import common
 from bench.peers.workers.oa_workflows import ACTIVITIES, WORKFLOWS
@@ -37,16 +33,5 @@ def plugins(variant: str) -> list[Any]:
     return [OpenAIAgentsPlugin(model_params=params, model_provider=provider)]
 
 
-async def build(args: argparse.Namespace) -> Worker:
-    client = await Client.connect(args.address, plugins=plugins(args.variant))
-    return Worker(
-        client,
-        task_queue=args.task_queue,
-        workflows=WORKFLOWS,
-        activities=ACTIVITIES,
-        **common.sandbox_runner(args.variant),
-    )
-
-
 if __name__ == "__main__":
-    common.serve(build)
+    common.serve_with(plugins, WORKFLOWS, ACTIVITIES)

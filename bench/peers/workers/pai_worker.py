@@ -11,11 +11,7 @@ workflow, `PydanticAICalcWf`), with the bench modules passed through the sandbox
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
-
-from temporalio.client import Client
-from temporalio.worker import Worker
 
 from bench.peers.workers import common
 from bench.peers.workers.pai_workflows import WORKFLOWS
@@ -27,15 +23,5 @@ def plugins(variant: str) -> list[Any]:
     return [PydanticAIPlugin()]
 
 
-async def build(args: argparse.Namespace) -> Worker:
-    client = await Client.connect(args.address, plugins=plugins(args.variant))
-    return Worker(
-        client,
-        task_queue=args.task_queue,
-        workflows=WORKFLOWS,
-        **common.sandbox_runner(args.variant),
-    )
-
-
 if __name__ == "__main__":
-    common.serve(build)
+    common.serve_with(plugins, WORKFLOWS)
