@@ -3,11 +3,15 @@ call's start and its text as it streams, a tool's progress.
 
 They go through `WorkflowStreamClient.from_within_activity()`: batched, each batch one signal
 (`__temporal_workflow_stream_publish`, de-duplicated by publisher and sequence) in the
-workflow's history. Batching is by time: what arrives within `BATCH_SECONDS` of a batch's first
-item goes with it, and text pieces within one batch are joined into one delta; the last batch
+workflow's history. Batching is by time: what arrives within the batch's interval of its first
+item goes with it, and text pieces within one batch are joined into one delta. The interval
+starts at `BATCH_SECONDS` and doubles with each batch up to `BATCH_MAX_SECONDS`, so the first
+words show at once and a long reply costs about one signal a second, not seven. The last batch
 goes when the activity ends, before its result, so every delta precedes the workflow's
-`model_call_finished`. A reply written in less than `BATCH_SECONDS` sends no delta at all
-(`ModelCallEvents.quiet`): its `model_call_finished` carries the whole text.
+`model_call_finished`, except for a model call's text: what of it is left when the reply is
+complete is not sent (`ModelCallEvents.unsent`); the workflow's `model_call_finished` carries it
+(`rest`, or the whole text for a reply quicker than the first batch), which saves a signal and
+the workflow task it wakes on every model call.
 
 Publishing never fails the activity: a stream that cannot be reached (a workflow without one,
 a server error, a closed run) is logged once and the activity carries on.
@@ -20,7 +24,7 @@ import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from temporalio import activity
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
@@ -38,7 +42,9 @@ from contracts.events import (
 logger = logging.getLogger(__name__)
 
 BATCH_SECONDS = 0.15
-"""How long pieces of text (or progress reports) gather before they go as one batch."""
+"""How long pieces of text (or progress reports) gather before the first batch goes."""
+BATCH_MAX_SECONDS = 1.0
+"""The longest a later batch gathers (each batch's interval is twice the one before)."""
 BATCH_CHARS = 4_000
 """A batch that reaches this much text goes at once."""
 STARTED_AFTER_SECONDS = 1.0
@@ -49,12 +55,20 @@ FINAL_FLUSH_SECONDS = 2.0
 
 class ActivityEvents:
     """A batching publisher for one activity attempt (an async context manager, or `open` /
-    `close`). A batch is what gathered within `interval` of its first item (`hurry` sends it
-    at once); `close` sends the last one."""
+    `close`). A batch is what gathered within the interval of its first item (`hurry` sends it
+    at once); the interval starts at `interval` and doubles with each batch sent, up to
+    `max_interval`; `close` sends the last one."""
 
-    def __init__(self, *, turn: int | None = None, interval: float = BATCH_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        turn: int | None = None,
+        interval: float = BATCH_SECONDS,
+        max_interval: float = BATCH_MAX_SECONDS,
+    ) -> None:
         self._turn = turn
         self._interval = interval
+        self._max_interval = max(interval, max_interval)
         self._client: WorkflowStreamClient | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._due = asyncio.Event()
@@ -140,17 +154,20 @@ class ActivityEvents:
         return False
 
     async def _tick(self) -> None:
-        """One batch per wake-up: wait until something is due, let more gather for
-        `interval` (unless hurried), send; after `close`, the last batch, then stop."""
+        """One batch per wake-up: wait until something is due, let more gather for the
+        interval (unless hurried), send, double the interval; after `close`, the last batch,
+        then stop."""
+        interval = self._interval
         while True:
             await self._due.wait()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._hurry.wait(), self._interval)
+                await asyncio.wait_for(self._hurry.wait(), interval)
             self._due.clear()
             self._hurry.clear()
             closing = self._closing
             if self._gather() or closing:
                 await self._send()
+                interval = min(interval * 2, self._max_interval)
             if closing:
                 return
 
@@ -198,6 +215,10 @@ class ModelCallEvents(ActivityEvents):
         self._pieces: dict[str, list[str]] = {"text": [], "reasoning": []}
         self._chars = 0
         self._timer: asyncio.TimerHandle | None = None
+        self.unsent = 0
+        """Characters at the end of the reply's text that `close` did not send, because
+        the rest of a reply that outlasted its first batch goes with `model_call_finished`
+        (`ModelReply.text_unsent`); 0 when the deltas carried it all (or for a quiet reply)."""
 
     async def __aenter__(self) -> ModelCallEvents:
         await super().__aenter__()
@@ -214,10 +235,22 @@ class ModelCallEvents(ActivityEvents):
     async def close(self, *, cancelling: bool = False) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        if self.quiet:
+        kept = kept_at_close(
+            first_announced=self._first_announced(),
+            sent=self.sent,
+            reasoning_pending=bool(self._pieces["reasoning"]),
+        )
+        if kept == "whole":
             for pieces in self._pieces.values():
                 pieces.clear()  # the workflow's `model_call_finished` carries the whole text
+        elif kept == "rest":
+            text = self._pieces["text"]
+            self.unsent = sum(len(piece) for piece in text)
+            text.clear()  # the workflow's `model_call_finished` carries it (`rest`)
         await super().close(cancelling=cancelling)
+
+    def _first_announced(self) -> bool:
+        return self._attempt == 1 and self._announced
 
     @property
     def quiet(self) -> bool:
@@ -225,7 +258,7 @@ class ModelCallEvents(ActivityEvents):
         first batch went. Its deltas are not sent (one signal, and the workflow task it wakes,
         saved on every quick turn); the reply says so (`ModelReply.deltas_sent`), and the
         workflow's `model_call_finished` then carries the whole text instead."""
-        return self._attempt == 1 and self._announced and not self.sent
+        return self._first_announced() and not self.sent
 
     def piece(self, kind: str, text: str) -> None:
         """A piece of the reply as it streams (`kind`: `text` or `reasoning`)."""
@@ -265,6 +298,23 @@ class ModelCallEvents(ActivityEvents):
             found = True
         self._chars = 0
         return found
+
+
+def kept_at_close(
+    *, first_announced: bool, sent: bool, reasoning_pending: bool
+) -> Literal["whole", "rest", "nothing"]:
+    """What a complete reply's `close` keeps back from the stream, for the workflow's
+    `model_call_finished` to carry: the `whole` text when no batch went yet (a quick reply),
+    the `rest` of it when one did (what gathered since, if that is only text), or `nothing`.
+
+    Only a first attempt the workflow announced (`first_announced`) keeps anything: its
+    `model_call_finished` comes from the workflow once the reply is recorded, so it can carry
+    the text. A retried attempt, or a call whose start the activity published, sends it all."""
+    if not first_announced:
+        return "nothing"
+    if not sent:
+        return "whole"
+    return "nothing" if reasoning_pending else "rest"
 
 
 class ToolProgressEvents(ActivityEvents):

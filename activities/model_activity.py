@@ -75,6 +75,8 @@ class ModelActivities:
                 reply = await self._complete(request, ProgressBoard(progress, events.piece))
             if events.quiet:
                 reply = reply.model_copy(update={"deltas_sent": False})
+            elif events.unsent:
+                reply = reply.model_copy(update={"text_unsent": events.unsent})
         latency_ms = int((time.monotonic() - started) * 1000)
         activity.logger.info(
             "model %s answered turn %d in %d ms: %d tool calls, %d tokens",

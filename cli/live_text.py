@@ -102,7 +102,8 @@ class StreamText:
     """What to print of the run's event stream as the model writes: each `text_delta` as it
     comes, a line when a call starts over (another `model_call_started` for the same call: a
     retried attempt or the next fallback model; its earlier text is void), and the end of the
-    live text when the call's reply is recorded (`model_call_finished`)."""
+    live text when the call's reply is recorded (`model_call_finished`, with the end of the text no
+    delta carried: its `rest`)."""
 
     call: tuple[int | None, int, str] | None = None
     attempt: int = 0
@@ -129,7 +130,9 @@ class StreamText:
                     return []
                 return [Output("text", event.text)]
             case ModelCallFinished():
+                streaming = self.call == (event.turn, event.model_call, event.purpose)
                 self.call, self.attempt = None, 0
-                return [Output("end", "")]
+                rest = [Output("text", event.rest)] if event.rest and streaming else []
+                return [*rest, Output("end", "")]
             case _:
                 return []

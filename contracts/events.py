@@ -109,7 +109,11 @@ class ModelCallFinished(EventBase):
     purpose: ModelPurpose = "turn"
     text: str | None = None
     """The reply's text: whole when no delta carried it (a reply quicker than one batch of
-    deltas, 150 ms), else shortened for display (the deltas carry it whole)."""
+    deltas, 150 ms), else shortened for display (the deltas carry it, with `rest`)."""
+    rest: str | None = None
+    """The end of the reply's text that no `text_delta` carried: what was left when a reply
+    that outlasted its first batch was complete. A client showing the deltas appends it; it
+    saves the last batch's signal on every streamed reply."""
     usage: TokenUsage = TokenUsage()
     tool_calls: int = 0
     """How many tool calls the reply asked for."""

@@ -147,6 +147,19 @@ class ModelReply(BaseModel):
     """False: the reply came before its first batch of text deltas went, and none was sent
     (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`
     carries the whole text instead. Left out of the JSON while true."""
+    text_unsent: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
+    """How many characters at the end of `content` no text delta carried: the reply outlasted
+    its first batch, and what was left of it when it was complete goes with the workflow's
+    `model_call_finished` (its `rest`) instead of one more signal
+    (`activities.activity_events.ModelCallEvents.unsent`). Left out of the JSON while 0."""
+
+    @property
+    def text_rest(self) -> str | None:
+        """The end of `content` that no delta carried (None: the deltas carried it all)."""
+        content = self.content or ""
+        if not 0 < self.text_unsent <= len(content):
+            return None
+        return content[len(content) - self.text_unsent :]
 
     def as_message(self) -> ChatMessage:
         """The assistant message to append to the conversation for this reply."""

@@ -170,9 +170,11 @@ async def test_a_run_streams_its_steps_in_order(streamed: AgentHarness) -> None:
     decided = events[index(events, "approval_decided", "write")]
     assert decided.model_dump()["decision"] == "approved"
     assert decided.model_dump()["by"] == "ana"
-    # the answer: its text streamed as deltas of call 2, before the call's end
+    # the answer: its text streamed as deltas of call 2, before the call's end, and what was
+    # left when the reply was complete in the call's end (`rest`, no signal of its own)
     text = "".join(e.model_dump()["text"] for e in events if e.type == "text_delta")
-    assert text == ANSWER
+    finished = events[index_of(events, "model_call_finished", 2)].model_dump()
+    assert text + (finished["rest"] or "") == ANSWER
     assert max(i for i, e in enumerate(events) if e.type == "text_delta") < max(
         i for i, e in enumerate(events) if e.type == "model_call_finished"
     )

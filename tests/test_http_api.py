@@ -404,9 +404,10 @@ async def test_events_stream_in_order_and_resume_without_gaps_or_repeats(
     assert types.index("approval_requested") < types.index("approval_decided")
     assert types.index("approval_decided") < types.index("tool_call_started")
     assert types.index("tool_call_started") < types.index("tool_call_finished")
-    assert "".join(e.data["text"] for e in events if e.event == "text_delta").endswith(
-        "All written down."
-    )
+    # the answer's text: its deltas, then what no delta carried (`rest` of the call's end)
+    answer_end = [e.data for e in events if e.event == "model_call_finished"][-1]
+    streamed = "".join(e.data["text"] for e in events if e.event == "text_delta")
+    assert streamed + (answer_end.get("rest") or "") == "All written down."
     # It reconnects with the last id it saw: the rest, nothing twice, nothing missed.
     resumed = await collect(api.http, path, headers={"Last-Event-ID": early[-1].id or ""})
     assert [e.id for e in early + resumed] == [e.id for e in events]

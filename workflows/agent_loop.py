@@ -336,11 +336,19 @@ class AgentLoop:
 
     def _model_called(self, pad: Scratchpad, reply: ModelReply) -> None:
         """The scratchpad after a model call (its record last in `model_calls`): published, with
-        the whole text when the reply came too quickly for any delta (`deltas_sent`)."""
+        the whole text when the reply came too quickly for any delta (`deltas_sent`), or the
+        end of it that no delta carried (`text_unsent`)."""
         self._pad = pad
-        self._emit_model_call(pad.model_calls[-1], reply.content, whole=not reply.deltas_sent)
+        self._emit_model_call(
+            pad.model_calls[-1],
+            reply.content,
+            whole=not reply.deltas_sent,
+            rest=reply.text_rest if reply.deltas_sent else None,
+        )
 
-    def _emit_model_call(self, call: ModelCall, text: str | None, *, whole: bool = False) -> None:
+    def _emit_model_call(
+        self, call: ModelCall, text: str | None, *, whole: bool = False, rest: str | None = None
+    ) -> None:
         self._events.emit(
             ModelCallFinished,
             model_call=call.turn,
@@ -349,6 +357,7 @@ class AgentLoop:
             usage=call.usage,
             tool_calls=call.tool_calls,
             text=(text if whole else headline(text)) if text else None,
+            rest=rest,
         )
 
     def _emit_plan(self) -> None:

@@ -132,6 +132,11 @@ class AguiTranslator:
         if isinstance(event, ReasoningDelta):
             return self._reasoning_delta(event, at) if event.purpose in SHOWN_PURPOSES else []
         out: list[BaseEvent] = []
+        if isinstance(event, ModelCallFinished) and event.rest and self._streaming(event):
+            # the end of the text no delta carried
+            out.append(
+                TextMessageContentEvent(message_id=self._text or "", delta=event.rest, timestamp=at)
+            )
         if isinstance(event, ModelCallStarted | ModelCallFinished | ToolCallStarted):
             out += self._end_reasoning(at) + self._end_text(at)
         if isinstance(event, ModelCallStarted) and event.purpose in SHOWN_PURPOSES:
@@ -298,6 +303,20 @@ class AguiTranslator:
             ),
             ToolCallEndEvent(tool_call_id=call_id, timestamp=at),
         ]
+
+    def _streaming(self, event: ModelCallFinished) -> bool:
+        """Whether the open text message is this call's (whatever the attempt)."""
+        key = self._text_key
+        return (
+            self._text is not None
+            and key is not None
+            and key[:3]
+            == (
+                event.turn,
+                event.model_call,
+                event.purpose,
+            )
+        )
 
     def _end_text(self, at: int | None) -> list[BaseEvent]:
         if self._text is None:

@@ -276,7 +276,10 @@ function show(type, e) {
       break;
     case "model_call_finished": {
       const node = state.bubbles.get(bubbleKey(e));
-      if (node) node.classList.remove("live");
+      if (node) {
+        if (e.rest) node.textContent += e.rest; // the end of the text no delta carried
+        node.classList.remove("live");
+      }
       else if (e.text && e.tool_calls > 0 && SHOWN_PURPOSES.has(e.purpose || "turn")) {
         // a quick reply sends no deltas: its text comes whole here (an answer comes with the turn)
         const made = bubble(e);
