@@ -6,17 +6,18 @@
 1. per turn: 20-turn runs (1 model call + 2 parallel calculator calls a turn), wall and worker
    CPU per turn, medians of alternating runs (`bench.speed.per_turn`);
 2. throughput: 200 concurrent 3-turn runs, one burst per system in turn (`bench.speed.throughput`;
-   a burst in which no run finishes for a minute is given up, and the table says so);
+   a burst that stops moving is given up, and the table says so: see `watched`);
 3. a long conversation: one run of 100 model calls, each calling `fixed_output` (history bytes
    at calls 10/25/50/100, completes?, largest payload; `bench.peers.long_run`);
 4. 1,000 runs waiting for an approval: worker RSS, p99 from approval to completion
-   (`bench.waiting.measure`);
+   (`bench.waiting.measure`; given up like a burst when it stops moving);
 5. replay of workload 3's recorded history (`bench.replay` for ours, the peer's own replayer
    in its venv for a peer).
 
 The timing workloads (1, 2, 4) run twice: on the tuned server `make bench` uses
 (`history.transferProcessorMaxPollRPS=1000`) and on the dev server's defaults; 1 and 2 also
-run the peers with ours' levers switched on (`bench.peers.systems.LEVERS`). Workloads 3 and 5
+run the peers with ours' levers switched on (`bench.peers.systems.LEVERS`). A workload that
+stalled on the first server is not run again on the second. Workloads 3 and 5
 measure bytes and a local replay, so they run once (tuned server). Everything else is
 `make bench`'s test bed (`bench.harness`): one in-memory dev server per configuration, the fake
 model (`bench.fake_model`), every worker a process of its own. The peers' venvs are made by
@@ -46,7 +47,7 @@ import temporalio
 from temporalio.client import WorkflowHistory
 
 from bench import replay, waiting
-from bench.harness import Bench, bench_stack
+from bench.harness import Bench, Proc, bench_stack
 from bench.peers import long_run, report
 from bench.peers.systems import BASE, LEVERS, ROOT, System
 from bench.peers.workers.common import model_env
@@ -81,8 +82,16 @@ async def usable(bench: Bench, systems: Sequence[System], errors: dict[str, str]
     return sides
 
 
+Stalls = dict[tuple[int, str], str]
+"""(workload, system) -> why that system's workload stalled on the first server."""
+
+
 async def timing(
-    bench: Bench, systems: Sequence[System], size: dict[str, int], only: set[int]
+    bench: Bench,
+    systems: Sequence[System],
+    size: dict[str, int],
+    only: set[int],
+    stalls: Stalls,
 ) -> dict[str, Any]:
     errors: dict[str, str] = {}
     sides = await usable(bench, systems, errors)
@@ -95,13 +104,21 @@ async def timing(
         result["throughput_errors"] = stalled = {}
         result["throughput"] = {"runs": size["runs"], "turns": 3, "repeats": 1}
         for side in sides:  # one burst each, in turn; a burst that stops moving is given up
+            if (2, side.name) in stalls:
+                stalled[side.name] = stalls[(2, side.name)]
+                say(f"  {side.name}: not run again: {stalled[side.name]}")
+                continue
             try:
                 burst = await watched(
-                    bench, side, throughput(bench.client, [side], size["runs"], 3, 1)
+                    bench,
+                    side.proc,
+                    side.queue,
+                    throughput(bench.client, [side], size["runs"], 3, 1),
                 )
                 result["throughput"][side.name] = burst[side.name]
             except Exception as error:
                 stalled[side.name] = f"{type(error).__name__}: {error}"[:300]
+                stalls[(2, side.name)] = f"on the first server: {stalled[side.name]}"
                 say(f"  {side.name}: cannot run: {stalled[side.name]}")
     for side in sides:
         bench.stop_worker(side.proc)
@@ -109,29 +126,32 @@ async def timing(
 
 
 class Stalled(Exception):
-    """A burst stopped moving: no run finished and its worker did no work for a while."""
+    """A workload stopped moving: no run finished and its worker did no work for a while."""
 
 
-async def watched(bench: Bench, side: Side, work: Awaitable[dict[str, Any]]) -> dict[str, Any]:
-    """`work` (a burst on `side`), given up once, for `STALL_SECONDS`, no run on its queue has
-    finished (the server's count of running workflows) and its worker has used under a second
-    of CPU: every run of a burst may progress at once and finish late, but a worker that
-    neither finishes runs nor works is stuck."""
+async def watched(
+    bench: Bench, proc: Proc, queue: str, work: Awaitable[dict[str, Any]]
+) -> dict[str, Any]:
+    """`work` (a workload on `queue`, served by `proc`), given up once, for `STALL_SECONDS`,
+    the number of runs on the queue has not changed (the server's count of running workflows:
+    runs starting, runs finishing) and the worker has used under a second of CPU: every run
+    may progress at once and finish late, but a worker that neither works nor moves a run is
+    stuck."""
     task = asyncio.ensure_future(work)
-    query = f"TaskQueue = '{side.queue}' AND ExecutionStatus = 'Running'"
-    last, cpu, since = -1, side.proc.cpu(), time.monotonic()
+    query = f"TaskQueue = '{queue}' AND ExecutionStatus = 'Running'"
+    last, cpu, since = -1, proc.cpu(), time.monotonic()
     while not task.done():
         await asyncio.wait({task}, timeout=10)
         if task.done():
             break
         running = (await bench.client.count_workflows(query)).count
-        if running != last or side.proc.cpu() - cpu > 1.0:
-            last, cpu, since = running, side.proc.cpu(), time.monotonic()
+        if running != last or proc.cpu() - cpu > 1.0:
+            last, cpu, since = running, proc.cpu(), time.monotonic()
         elif time.monotonic() - since > STALL_SECONDS:
             task.cancel()
             raise Stalled(
-                f"stalled: {running} runs still running; for {STALL_SECONDS} s none finished "
-                "and the worker used under 1 s of CPU"
+                f"stalled: {running} runs still running; for {STALL_SECONDS} s none started "
+                "or finished and the worker used under 1 s of CPU"
             )
     return task.result()
 
@@ -190,20 +210,32 @@ async def replay_one(system: System, recorded: dict[str, Any]) -> dict[str, Any]
 
 
 async def waiting_all(
-    bench: Bench, runs: int, result: dict[str, Any], saved: Callable[[], None]
+    bench: Bench, runs: int, result: dict[str, Any], saved: Callable[[], None], stalls: Stalls
 ) -> None:
-    """Workload 4 on each system in turn, into `result`, saved after each one."""
+    """Workload 4 on each system in turn, into `result`, saved after each one (a system whose
+    workload 4 stalled on the first server is not run again)."""
     for system in BASE:
+        if (4, system.name) in stalls:
+            result[system.name] = {"error": f"not run again: {stalls[(4, system.name)]}"}
+            say(f"  4 waiting: {system.name}: {result[system.name]['error']}")
+            continue
         say(f"  4 waiting: {runs} runs on a fresh {system.name} worker")
+        proc, queue = system.worker(bench)
         try:
-            result[system.name] = await waiting_one(bench, system, runs)
+            result[system.name] = await watched(
+                bench, proc, queue, waiting_one(bench, system, runs, proc, queue)
+            )
         except Exception as error:
             result[system.name] = {"error": f"{type(error).__name__}: {error}"[:300]}
+            if isinstance(error, Stalled):
+                stalls[(4, system.name)] = f"on the first server: {result[system.name]['error']}"
+            bench.stop_worker(proc)
         saved()
 
 
-async def waiting_one(bench: Bench, system: System, runs: int) -> dict[str, Any]:
-    proc, queue = system.worker(bench)
+async def waiting_one(
+    bench: Bench, system: System, runs: int, proc: Proc, queue: str
+) -> dict[str, Any]:
 
     async def start(n: int) -> Any:
         workflow_id = f"wait-{system.venv or 'ours'}-{n}-{uuid.uuid4().hex[:8]}"
@@ -230,12 +262,13 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     only = {int(t) for t in args.only.split(",")}
     systems = {s.name: s.config for s in [*BASE, *LEVERS]}
     results: dict[str, Any] = {"size": size, "systems": systems, "servers": {}}
+    stalls: Stalls = {}
     for server in args.server.split(","):
         say(f"server: {server}")
         entry: dict[str, Any] = results["servers"].setdefault(server, {})
         async with bench_stack(SERVERS[server]) as bench:
             if only & {1, 2}:
-                entry.update(await timing(bench, [*BASE, *LEVERS], size, only))
+                entry.update(await timing(bench, [*BASE, *LEVERS], size, only, stalls))
                 save(out, "peers.json", results)
             if server == "tuned" and only & {3, 5}:
                 entry.update(await long_and_replay(bench, size, out))
@@ -247,6 +280,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                     size["waiting"],
                     entry["waiting"],
                     lambda: save(out, "peers.json", results),
+                    stalls,
                 )
     return results
 
