@@ -69,9 +69,13 @@ class WorkerTuning:
       pass through) or `off` (no sandbox). The workflows already import everything they use
       through `imports_passed_through`, so `default` only re-imports the two workflow modules
       themselves for each run, which cost about 50 KB of memory per cached run and a sixth of
-      the throughput (BENCHMARKS.md, levers). In either mode the sandbox checks calls
-      (`datetime.now()`, I/O) only in modules it imports itself, so the replay tests, not the
-      sandbox, are what keeps the loop's code deterministic.
+      the throughput (BENCHMARKS.md, levers). In either mode the sandbox checks module calls
+      (`datetime.now()`, `os`) only in modules it imports itself; what it still checks in
+      passed-through code is the builtins (`open`, `input`) and imports made while a workflow
+      task runs. `tests/test_workflow_code_is_deterministic.py` scans the workflow code's
+      sources for the rest, and the replay tests check its behaviour. `off` saves the worker
+      about a quarter of an evicted run's replay but does not lift what bounds a waiting
+      fleet here, the server (docs/fleet.md), so the default keeps the sandbox.
     - `eager_activities`: ask the server to hand an activity scheduled by a workflow task
       straight back to this worker (used only when the server allows it).
     - `cache_affinity`: a second worker on a task queue of this process alone runs
