@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -80,15 +79,56 @@ async def is_waiting(handle: WorkflowHandle[Any, Any]) -> bool:
     )
 
 
-async def wait_until_all_wait(handles: list[WorkflowHandle[Any, Any]], timeout: float) -> int:
+async def wait_until_all_wait(
+    handles: list[WorkflowHandle[Any, Any]], timeout: float, stall: float | None = None
+) -> int:
+    """How many of `handles` wait for their approval, once all do, after `timeout`, or once
+    (with `stall`) for `stall` seconds no further run came to wait."""
     pending = list(handles)
     deadline = time.monotonic() + timeout
+    moved = time.monotonic()
     while pending and time.monotonic() < deadline:
         waiting = await in_batches(pending, 100, is_waiting)
-        pending = [h for h, ok in zip(pending, waiting, strict=True) if not ok]
+        still = [h for h, ok in zip(pending, waiting, strict=True) if not ok]
+        if len(still) < len(pending):
+            moved = time.monotonic()
+        pending = still
+        if pending and stall is not None and time.monotonic() - moved > stall:
+            break
         if pending:
             await asyncio.sleep(1.0)
     return len(handles) - len(pending)
+
+
+async def wait_for_results(
+    handles: list[WorkflowHandle[Any, Any]], timeout: float, stall: float | None = None
+) -> int:
+    """Wait for the runs' results: all of them, until `timeout`, or (with `stall`) until for
+    `stall` seconds no further run finished. A run that never finishes counts as not completed;
+    it does not hang the benchmark. Returns how many finished."""
+    polls = asyncio.Semaphore(200)  # (at most 200 result polls open at once)
+
+    async def result(handle: WorkflowHandle[Any, Any]) -> Any:
+        async with polls:
+            return await handle.result()
+
+    tasks = [asyncio.ensure_future(result(handle)) for handle in handles]
+    deadline = time.monotonic() + timeout
+    done: set[asyncio.Future[Any]] = set()
+    pending: set[asyncio.Future[Any]] = set(tasks)
+    while pending:
+        wait = deadline - time.monotonic()
+        if stall is not None:
+            wait = min(wait, stall)
+        if wait <= 0:
+            break
+        finished, pending = await asyncio.wait(pending, timeout=wait)
+        if not finished:
+            break  # (no run finished for `stall` seconds, or the deadline came)
+        done |= finished
+    for task in pending:
+        task.cancel()
+    return sum(1 for task in done if not task.cancelled() and task.exception() is None)
 
 
 async def signal_to_completion(
@@ -134,11 +174,14 @@ async def measure(
     start: Callable[[int], Awaitable[WorkflowHandle[Any, Any]]] | None = None,
     approve: Callable[[WorkflowHandle[Any, Any]], Awaitable[Any]] | None = None,
     approval_names: Sequence[str] = ("approve",),
+    stall: float | None = None,
 ) -> dict[str, Any]:
     """Start `runs` waiting runs on a fresh worker, read its RSS, approve them at `rate`/s.
     `worker`, `start`, `approve` and `approval_names`: another system's fresh worker, how a
     waiting run starts on it, how one is approved and what its history names the approval
-    (`bench.peers`); by default ours or naive, approved by an `approve` signal."""
+    (`bench.peers`); by default ours or naive, approved by an `approve` signal. `stall`: stop
+    waiting (for runs to wait, then to finish) once for that many seconds no run moved,
+    instead of at the size's timeout; the result says how many waited and finished."""
     proc, queue = worker or bench.worker(kind, tuning)
     client = bench.client
     rss_idle = proc.rss()
@@ -148,7 +191,7 @@ async def measure(
         START_CONCURRENCY,
         lambda n: start(n) if start else start_waiting(client, kind, queue, n),
     )
-    waiting = await wait_until_all_wait(handles, timeout=60 + runs * 0.2)
+    waiting = await wait_until_all_wait(handles, timeout=60 + runs * 0.2, stall=stall)
     to_wait = time.monotonic() - started
     await asyncio.sleep(2.0)  # let the worker settle
     rss_waiting = proc.rss()
@@ -162,9 +205,7 @@ async def measure(
         send = approve(handle) if approve else handle.signal("approve", signal_arg)
         sends.append(asyncio.ensure_future(send))
     await asyncio.gather(*sends)
-    # A run that never finishes counts as not completed; it does not hang the benchmark.
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(in_batches(handles, 200, lambda h: h.result()), 60 + runs * 0.2)
+    await wait_for_results(handles, 60 + runs * 0.2, stall)
     to_done = time.monotonic() - started
     rss_after = proc.rss()
     latencies = [

@@ -57,6 +57,10 @@ from bench.speed import Side, one_run, per_turn, throughput
 FULL = {"repeats": 5, "runs": 200, "calls": 100, "waiting": 1000}
 QUICK = {"repeats": 2, "runs": 20, "calls": 50, "waiting": 30}
 STALL_SECONDS = 60
+WAIT_STALL_SECONDS = 45
+"""Workload 4 stops waiting for runs to wait, then to finish, once for this long none did: the
+runs that did are measured (a run that never finishes is reported as not completed). It is
+shorter than `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewhere."""
 SERVERS = {"tuned": FAST_TRANSFER_QUEUE, "defaults": []}
 NO_MODEL = "http://127.0.0.1:9/v1"
 """What a replayer's model client is built with: replay calls no model."""
@@ -254,6 +258,7 @@ async def waiting_one(
         start=start,
         approve=system.approve,
         approval_names=system.approval_names,
+        stall=WAIT_STALL_SECONDS,
     )
 
 
