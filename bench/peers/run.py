@@ -57,10 +57,12 @@ from bench.speed import Side, one_run, per_turn, throughput
 FULL = {"repeats": 5, "runs": 200, "calls": 100, "waiting": 1000}
 QUICK = {"repeats": 2, "runs": 20, "calls": 50, "waiting": 30}
 STALL_SECONDS = 60
-WAIT_STALL_SECONDS = 45
+WAIT_STALL_SECONDS = 30
 """Workload 4 stops waiting for runs to wait, then to finish, once for this long none did: the
 runs that did are measured (a run that never finishes is reported as not completed). It is
-shorter than `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewhere."""
+half of `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewhere (a start
+that never returns), and the measuring after the wait (reading each run's history) has the
+other half."""
 SERVERS = {"tuned": FAST_TRANSFER_QUEUE, "defaults": []}
 NO_MODEL = "http://127.0.0.1:9/v1"
 """What a replayer's model client is built with: replay calls no model."""
