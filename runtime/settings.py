@@ -119,11 +119,13 @@ class AgentSettings(BaseSettings):
     | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
     | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
     | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
-    | AGENT_CACHE_AFFINITY | `false`: no worker-specific queue for model calls | true |
+    | AGENT_CACHE_AFFINITY | a worker-specific queue for model calls (`true`/`false`) | * |
     | AGENT_DEPLOYMENT_NAME / AGENT_BUILD_ID | join this Worker Deployment version (both) | unset |
     | AGENT_PAYLOAD_STORE | `file:<dir>`, `s3://<bucket>`, `off`: big payloads out of history | * |
 
-    (*) `file:.temporal/payloads` when no server is configured (a local dev server), else off.
+    (*) The payload store: `file:.temporal/payloads` when no server is configured (a local dev
+    server), else off. Cache affinity: off when the worker starts its own embedded dev server,
+    else on (`cache_affinity_with`).
     docs/fleet.md: cache affinity, Worker Versioning, the payload store.
     | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
     | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
@@ -168,7 +170,8 @@ class AgentSettings(BaseSettings):
     memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
-    cache_affinity: bool = _env("AGENT_CACHE_AFFINITY", default=True)
+    cache_affinity: bool | None = _env("AGENT_CACHE_AFFINITY", default=None)
+    """None: decided by the server (`cache_affinity_with`)."""
     # -- Worker Versioning (docs/fleet.md): both set, or neither
     deployment_name: str | None = _env("AGENT_DEPLOYMENT_NAME", default=None)
     build_id: str | None = _env("AGENT_BUILD_ID", default=None)
@@ -320,6 +323,17 @@ class AgentSettings(BaseSettings):
     @property
     def uses_demo_model(self) -> bool:
         return self.openai_api_key is None
+
+    def cache_affinity_with(self, *, embedded_dev_server: bool) -> bool:
+        """Whether model calls go to this worker's own queue (`WorkerTuning.cache_affinity`):
+        `AGENT_CACHE_AFFINITY` when set; unset, on except against the dev server this worker
+        started itself. A dev server dispatches activities eagerly, which already keeps a run's
+        model calls on the worker that holds its conversation; a call on a worker-specific
+        queue cannot be dispatched eagerly and waits for the server's transfer queue instead,
+        about 50 ms a model call there (docs/fleet.md)."""
+        if self.cache_affinity is not None:
+            return self.cache_affinity
+        return not embedded_dev_server
 
     @property
     def payload_key_bytes(self) -> bytes | None:

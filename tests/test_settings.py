@@ -104,6 +104,23 @@ def test_defaults_and_parsing_from_an_explicit_mapping(monkeypatch: pytest.Monke
     assert settings.openai_api_key.get_secret_value() == OPENAI_KEY
 
 
+@pytest.mark.parametrize(
+    ("value", "embedded", "affinity"),
+    [
+        (None, True, False),  # the worker's own dev server dispatches eagerly: no need, a tick
+        (None, False, True),  # any other server: a fleet may need it
+        ("true", True, True),
+        ("false", False, False),
+    ],
+)
+def test_cache_affinity_follows_the_setting_else_the_server(
+    value: str | None, embedded: bool, affinity: bool
+) -> None:
+    env = {} if value is None else {"AGENT_CACHE_AFFINITY": value}
+    settings = AgentSettings.from_env(env)
+    assert settings.cache_affinity_with(embedded_dev_server=embedded) is affinity
+
+
 def test_invalid_values_are_named_and_never_echoed() -> None:
     with pytest.raises(SettingsError) as caught:
         AgentSettings.from_env(
