@@ -307,16 +307,9 @@ class AguiTranslator:
     def _streaming(self, event: ModelCallFinished) -> bool:
         """Whether the open text message is this call's (whatever the attempt)."""
         key = self._text_key
-        return (
-            self._text is not None
-            and key is not None
-            and key[:3]
-            == (
-                event.turn,
-                event.model_call,
-                event.purpose,
-            )
-        )
+        if self._text is None or key is None:
+            return False
+        return bool(key[:3] == (event.turn, event.model_call, event.purpose))
 
     def _end_text(self, at: int | None) -> list[BaseEvent]:
         if self._text is None:
