@@ -38,7 +38,6 @@ from contracts.events import (
 )
 from contracts.session import SessionStatus, TurnResult
 from runtime.event_stream import follow_events, read_events
-from runtime.workers import build_replayer
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from testkit.fake_openai import FakeOpenAIServer
@@ -46,6 +45,7 @@ from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
 from tests.hitl_support import wait_for_pending
 from tests.http_api_support import SseEvent, live_api, sse_events
+from tests.replaying import assert_replays
 from tests.session_support import echo_model, send_with_start, wait_status
 from tests.test_bad_input import workflow_task_failures
 from tools.definition import ToolContext, tool
@@ -379,8 +379,7 @@ async def test_a_streamed_run_replays_without_nondeterminism(streamed: AgentHarn
     }
     assert "__temporal_workflow_stream_publish" in names
     assert "__temporal_workflow_stream_poll" in names
-    replay = await build_replayer(CATALOG).replay_workflow(history, raise_on_replay_failure=False)
-    assert replay.replay_failure is None, replay.replay_failure
+    await assert_replays(history, CATALOG)
 
     streamed.fake.enqueue(fake.streamed("No deltas for this one.", piece_chars=4))
     _, quiet = await streamed.run({"prompt": "quiet", "stream_deltas": False})

@@ -23,12 +23,11 @@ from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
 import activities.tool_activities as tool_activities
 from contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
-from runtime.workers import build_replayer
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
-from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, local_activities
+from tests.replaying import assert_replays
 from tests.test_cancellation import cancel_and_wait
 from tools.catalog import REGISTRY
 from tools.definition import ToolOptions, tool
@@ -272,9 +271,7 @@ async def test_a_run_with_local_tools_replays(scripted_agent: ScriptedHarness) -
         "e",
         "again",
     ]
-    replayer = build_replayer(TEST_CATALOG)
-    replayed = await replayer.replay_workflow(await handle.fetch_history())
-    assert replayed.replay_failure is None
+    await assert_replays(await handle.fetch_history())
 
 
 # --- the built-in calculator ---------------------------------------------------------------------

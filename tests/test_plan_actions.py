@@ -43,10 +43,9 @@ from loop.plan_answer import templated_answer
 from loop.plan_expect import as_number, check_tool, plain_verdict, read_check, wildcard_match
 from loop.plan_refs import MissingResult, plan_problems, put_in, resolve_args
 from loop.plan_schema import compact_schema
-from runtime.workers import build_replayer
 from testkit.eventually import eventually
-from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, local_activities, started_workers
+from tests.replaying import assert_replays
 from tests.scripted_model import Completion, call, tool_calls
 from tests.test_bad_input import workflow_task_failures
 
@@ -379,11 +378,7 @@ async def patch_ids(handle: WorkflowHandle[Any, Any]) -> list[str]:
 
 
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
-    history = await handle.fetch_history()
-    outcome = await build_replayer(TEST_CATALOG).replay_workflow(
-        history, raise_on_replay_failure=False
-    )
-    assert outcome.replay_failure is None, outcome.replay_failure
+    await assert_replays(await handle.fetch_history())
 
 
 async def waiting_plan(

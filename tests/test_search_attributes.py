@@ -22,12 +22,12 @@ from contracts.request_kind import RequestKind
 from loop.search_attributes import search_state
 from runtime import search_attributes
 from runtime.dev_server import temporal_cli
-from runtime.workers import build_replayer
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, started_workers
 from tests.hitl_support import wait_for_pending
+from tests.replaying import assert_replays
 from tests.scripted_model import ScriptedChatModel
 from tests.session_support import send_with_start
 from workflows.search_attributes import AGENT_PHASE, AGENT_TOKENS, AGENT_WAITING_FOR
@@ -130,8 +130,7 @@ async def test_a_waiting_run_is_found_by_phase_and_tool_then_done(
         if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
     ]  # fmt: skip
     assert upserts, "the run kept no search attributes"
-    replayed = await build_replayer(CATALOG).replay_workflow(history, raise_on_replay_failure=False)
-    assert replayed.replay_failure is None
+    await assert_replays(history, CATALOG)
 
 
 async def run_cli_list(env: WorkflowEnvironment, workflow_id: str) -> None:

@@ -22,13 +22,13 @@ from temporalio.client import WorkflowHandle, WorkflowHistory
 
 from contracts.approvals import PendingRequest
 from loop import approvals
-from runtime.workers import build_replayer
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types
 from tests.histories.record import WORKFLOW_ID
 from tests.hitl_support import wait_for_pending
+from tests.replaying import assert_replays
 from tools.builtin.files import ReadFileArgs, read_file, read_file_precheck
 from tools.builtin.workspace import path_problem, resolve_in_workspace
 from tools.builtin.write_file import WriteFileArgs, write_file, write_file_precheck
@@ -225,9 +225,7 @@ async def patch_ids(handle: WorkflowHandle[Any, Any]) -> list[str]:
 
 
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
-    replayer = build_replayer(TEST_CATALOG)
-    result = await replayer.replay_workflow(await handle.fetch_history())
-    assert result.replay_failure is None
+    await assert_replays(await handle.fetch_history())
 
 
 async def test_a_write_outside_the_workspace_is_refused_without_asking(
@@ -384,6 +382,4 @@ async def test_a_run_recorded_before_prechecks_replays_as_it_ran() -> None:
     """That run asked a person about write_file("../outside.txt") and ran the activity once
     approved: the `tool-precheck` patch keeps that on replay."""
     history = WorkflowHistory.from_json(WORKFLOW_ID, OLD_HISTORY.read_text())
-    replayer = build_replayer(TEST_CATALOG)
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None
+    await assert_replays(history)

@@ -24,10 +24,9 @@ from contracts.model_io import ModelReply
 from contracts.scratchpad import Scratchpad
 from contracts.usage import TokenUsage
 from loop.model_reply import drop_unknown_calls, with_dropped_calls
-from runtime.workers import build_replayer
 from tests import scripted_model as sm
-from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types
+from tests.replaying import assert_replays
 from workflows.agent_loop import UNKNOWN_TOOLS_PATCH
 
 OLD_HISTORY = Path(__file__).parent / "unknown_tools_histories" / "observed_before.json"
@@ -116,9 +115,7 @@ async def test_a_reply_naming_only_unknown_tools_is_answered_by_its_text(
     assert model_call.tool_calls == 2
     assert await activity_types(handle) == ["call_model"]  # no second model call
     assert UNKNOWN_TOOLS_PATCH in await patch_ids(handle)
-    replayer = build_replayer(TEST_CATALOG)
-    replayed = await replayer.replay_workflow(await handle.fetch_history())
-    assert replayed.replay_failure is None
+    await assert_replays(await handle.fetch_history())
 
 
 async def test_unknown_calls_beside_a_known_one_get_an_observation(
@@ -163,9 +160,7 @@ async def test_a_run_recorded_before_the_rule_replays_as_it_ran() -> None:
     """Recorded with the code before this change (the same script as the first run test): the
     unknown calls were observed and the model asked again; replay keeps that."""
     history = WorkflowHistory.from_json("recorded-unknown-tools", OLD_HISTORY.read_text())
-    replayer = build_replayer(TEST_CATALOG)
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None
+    await assert_replays(history)
     types = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
