@@ -19,20 +19,13 @@ import pytest
 from activities.openai_model import OpenAIChatModel, message_to_wire
 from activities.provider_fields import merge_piece
 from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelRequest, ToolSchema
+from contracts.model_io import ModelRequest
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import AgentHarness
+from tests.test_streaming_wire import PROMPT, TOOLS
 
 KEY = "sk-thinking-test-0123456789-secret"
-PROMPT = [ChatMessage.system("Be brief."), ChatMessage.user("What is 6 times 7?")]
-TOOLS = [
-    ToolSchema(
-        name="calculator",
-        description="Arithmetic.",
-        parameters={"type": "object", "properties": {"expression": {"type": "string"}}},
-    )
-]
 SIGNATURE = {"google": {"thought_signature": "CiQBVKhc7v1Xm+signature=="}}
 THINKING = [
     {"type": "thinking", "thinking": "6 times 7 needs the calculator.", "signature": "EqQBCgIY=="}
