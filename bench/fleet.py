@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from bench.harness import bench_stack
+from bench.harness import bench_stack, print_result
 from bench.report import Row
 from testkit.crash_tools import WorkerCluster
 from testkit.fleet_history import ModelCallRoute, model_call_routes
@@ -278,11 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = args.runs or (30 if args.quick else 150)
     result = asyncio.run(measure(runs, args.workers, not args.no_baseline))
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0 if result["passed"] else 1
+    return print_result(result, args.out)
 
 
 if __name__ == "__main__":

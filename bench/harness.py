@@ -6,15 +6,17 @@ so that the CPU time and memory of a worker are measured for that process alone 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import statistics
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -157,3 +159,19 @@ def spread(values: Sequence[float]) -> str:
         return "n/a"
     mid = median(values)
     return f"{min(values) / mid * 100 - 100:+.0f}%/{max(values) / mid * 100 - 100:+.0f}%"
+
+
+def quiet_logging() -> None:
+    """What a benchmark's driver logs: warnings and up, and only the SDK's errors."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("temporalio").setLevel(logging.ERROR)
+
+
+def print_result(result: Mapping[str, Any], out: Path | None) -> int:
+    """Print a benchmark's `result` as JSON (and write it to `out`); the exit code: 0 when it
+    passed."""
+    text = json.dumps(result, indent=1)
+    print(text)
+    if out is not None:
+        out.write_text(text + "\n")
+    return 0 if result["passed"] else 1

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import sys
@@ -52,6 +51,7 @@ from temporalio.testing import WorkflowEnvironment
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
+from bench.harness import quiet_logging
 from bench.history_growth_report import check_targets, markdown
 from bench.history_growth_runs import (
     ANSWER_CHARS,
@@ -171,8 +171,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("temporalio").setLevel(logging.ERROR)
+    quiet_logging()
     results = asyncio.run(
         run_benchmark(
             args.iterations,

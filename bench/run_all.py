@@ -49,7 +49,7 @@ from typing import Any
 import temporalio
 
 from bench import code_mode, fleet, large_document, replay, session_history, stream, waiting
-from bench.harness import Bench, bench_stack
+from bench.harness import Bench, bench_stack, quiet_logging
 from bench.report import (
     Row,
     chart,
@@ -201,8 +201,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("temporalio").setLevel(logging.ERROR)
+    quiet_logging()
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -36,7 +36,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
 from bench.fleet import FAST_TRANSFER_QUEUE
-from bench.harness import Bench, Proc, bench_stack
+from bench.harness import Bench, Proc, bench_stack, print_result
 from bench.report import Row
 from testkit.fleet_history import shown_approval
 from tools.builtin.write_file import WriteFileArgs
@@ -77,6 +77,23 @@ async def is_waiting(handle: WorkflowHandle[Any, Any]) -> bool:
         and not raw.pending_activities
         and not raw.HasField("pending_workflow_task")
     )
+
+
+async def paced(
+    handles: list[WorkflowHandle[Any, Any]],
+    rate: float,
+    send: Callable[[WorkflowHandle[Any, Any]], Awaitable[Any]],
+) -> None:
+    """`send` to each run in turn, one every 1/`rate` s from now, whatever the earlier sends are
+    doing (an open loop); returns once every send is done."""
+    started = time.monotonic()
+    sends = []
+    for index, handle in enumerate(handles):
+        delay = started + index / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        sends.append(asyncio.ensure_future(send(handle)))
+    await asyncio.gather(*sends)
 
 
 async def wait_until_all_wait(
@@ -197,14 +214,11 @@ async def measure(
     rss_waiting = proc.rss()
     signal_arg: Any = {"call_id": "*"} if kind == "ours" else "*"
     started = time.monotonic()
-    sends = []
-    for index, handle in enumerate(handles):
-        delay = started + index / rate - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        send = approve(handle) if approve else handle.signal("approve", signal_arg)
-        sends.append(asyncio.ensure_future(send))
-    await asyncio.gather(*sends)
+    await paced(
+        handles,
+        rate,
+        lambda h: approve(h) if approve else h.signal("approve", signal_arg),
+    )
     await wait_for_results(handles, 60 + runs * 0.2, stall)
     to_done = time.monotonic() - started
     rss_after = proc.rss()
@@ -304,14 +318,7 @@ async def approve_shown(handle: WorkflowHandle[Any, Any], shown: Shown) -> None:
 
 async def open_loop(handles: list[WorkflowHandle[Any, Any]], shown: Shown, rate: float) -> None:
     """One approval every 1/`rate` s, whatever the earlier ones are doing; then every result."""
-    started = time.monotonic()
-    sends = []
-    for index, handle in enumerate(handles):
-        delay = started + index / rate - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        sends.append(asyncio.ensure_future(approve_shown(handle, shown)))
-    await asyncio.gather(*sends)
+    await paced(handles, rate, lambda h: approve_shown(h, shown))
     await in_batches(handles, 200, lambda h: h.result())
 
 
@@ -468,11 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return await scale(bench, args.runs, json.loads(args.tuning), args.rate, args.in_flight)
 
     result = asyncio.run(go())
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
-    return 0 if result["passed"] else 1
+    return print_result(result, args.out)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import platform
 import subprocess
@@ -47,7 +46,7 @@ import temporalio
 from temporalio.client import WorkflowHistory
 
 from bench import replay, waiting
-from bench.harness import Bench, Proc, bench_stack
+from bench.harness import Bench, Proc, bench_stack, quiet_logging
 from bench.peers import long_run, report
 from bench.peers.systems import BASE, LEVERS, ROOT, System
 from bench.peers.workers.common import model_env
@@ -303,8 +302,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("temporalio").setLevel(logging.ERROR)
+    quiet_logging()
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     ensure_venvs()
