@@ -210,7 +210,12 @@ async def test_bad_requests_are_tool_errors_and_start_nothing(
     agent.fake.enqueue(
         fake.tool_calls(fake.call("ask_user", {"question": "Which colour?"}, id="q1"))
     )
-    before = set(await workflow_ids(temporal_env, agent.task_queue))
+
+    async def listed() -> set[str] | None:  # (the list is eventually consistent)
+        ids = set(await workflow_ids(temporal_env, agent.task_queue))
+        return ids if outsider.id in ids else None
+
+    before = await eventually(listed, what="the outside run in the workflow list")
     async with stdio_session(agent, temporal_env) as session:
         cases: list[tuple[str, dict[str, Any], str]] = [
             ("run_agent", {"prompt": "hi", "agent": "nope"},
