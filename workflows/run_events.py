@@ -41,6 +41,8 @@ CARRIED_PUBLISHERS = 20
 activity's retried batch arrives within seconds, and every model call publishes as one."""
 PROGRESS_SCAN = 2_000
 """How far back (items) `progress_of` looks for a running call's latest `tool_progress`."""
+PROGRESS_KEPT = 256
+"""The latest progress of at most this many calls is kept (those that reported last)."""
 
 
 def carried_stream_state(raw_input: Any) -> WorkflowStreamState | None:
@@ -79,6 +81,9 @@ class RunEvents:
         self._topic = stream.topic(EVENTS_TOPIC) if stream is not None else None
         self.turn = turn
         """The session turn the events carry (None: not a session's turn)."""
+        self._progress: dict[str, tuple[str, float | None]] = {}
+        self._progress_read = 0
+        """The latest progress of running calls, and the log offset `progress_of` read to."""
 
     @classmethod
     def off(cls) -> RunEvents:
@@ -152,14 +157,20 @@ class RunEvents:
 
     def progress_of(self, call_ids: set[str]) -> dict[str, tuple[str, float | None]]:
         """The latest `tool_progress` (message, fraction) of each of `call_ids` in the stream
-        (published by their activities), newest first; read when `status` asks."""
-        found: dict[str, tuple[str, float | None]] = {}
+        (published by their activities); read when `status` asks.
+
+        `status` is read at every change of a run, so this reads each item of the log once:
+        it keeps the latest progress of each call and goes on from where it stopped, at most
+        `PROGRESS_SCAN` items back; only an item that names `tool_progress` is decoded."""
         log = getattr(self._stream, "_log", None)
-        if not call_ids or not isinstance(log, list):
-            return found
+        base = getattr(self._stream, "_base_offset", None)
+        if not call_ids or not isinstance(log, list) or not isinstance(base, int):
+            return {}
+        end = base + len(log)
+        start = max(self._progress_read, base, end - PROGRESS_SCAN)
         converter = workflow.payload_converter()
-        for item in reversed(log[-PROGRESS_SCAN:]):
-            if item.topic != EVENTS_TOPIC:
+        for item in log[start - base :]:
+            if item.topic != EVENTS_TOPIC or b"tool_progress" not in item.data.data:
                 continue
             try:
                 event = converter.from_payload(item.data)
@@ -169,13 +180,14 @@ class RunEvents:
                 continue
             if not isinstance(event, dict) or event.get("type") != "tool_progress":
                 continue
-            call_id = event.get("call_id")
-            if call_id in call_ids and call_id not in found:
-                fraction = event.get("fraction")
-                found[call_id] = (
-                    str(event.get("message", "")),
-                    float(fraction) if isinstance(fraction, int | float) else None,
-                )
-                if len(found) == len(call_ids):
-                    break
-        return found
+            fraction = event.get("fraction")
+            call_id = str(event.get("call_id"))
+            self._progress.pop(call_id, None)  # (the newest last: the oldest go first)
+            self._progress[call_id] = (
+                str(event.get("message", "")),
+                float(fraction) if isinstance(fraction, int | float) else None,
+            )
+        self._progress_read = end
+        while len(self._progress) > PROGRESS_KEPT:
+            del self._progress[next(iter(self._progress))]
+        return {k: v for k, v in self._progress.items() if k in call_ids}
