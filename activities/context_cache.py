@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from activities.kept_outputs import KeptOutputs
 from contracts.messages import ChatMessage
 from contracts.model_io import ContextDelta, ToolSchema
 from loop.context_reuse import (
@@ -60,12 +61,20 @@ class ContextCache:
         self._max_conversations = max_conversations
         self._max_chars = max_chars
         self.misses = 0
+        self.outputs = KeptOutputs()
+        """The tool outputs this worker keeps for the next model calls (`ContextDelta.kept`)."""
 
     def resolve(
         self, delta: ContextDelta, tools: list[ToolSchema] | None = None
     ) -> Resolved | None:
         """The messages (and tools) to send for `delta`, or None when this worker does not hold
-        what the delta builds on (a miss)."""
+        what the delta builds on (a miss), or one of the tool outputs it names."""
+        if delta.kept:
+            filled = self.outputs.filled(delta.new_messages, delta.kept)
+            if filled is None:
+                self.misses += 1
+                return None
+            delta = delta.model_copy(update={"new_messages": filled, "kept": None})
         entry = self._entry(delta, tools or [])
         if entry is None:
             self.misses += 1

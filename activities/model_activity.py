@@ -33,6 +33,13 @@ class ModelActivities:
         self.worker_queue = worker_queue
         """This worker's own task queue (cache affinity): every reply names it."""
 
+    def keep_output(self, ref: str, content: str) -> str | None:
+        """Keep a tool call's output for the run's next model call, if this worker has its own
+        queue (the call goes there) and the output is long enough: the queue, or None."""
+        if self.worker_queue is None or not self.cache.outputs.keep(ref, content):
+            return None
+        return self.worker_queue
+
     @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(self, request: ModelRequest) -> ModelReply:
         """Ask the model; heartbeats while waiting so cancellation and worker loss show fast.

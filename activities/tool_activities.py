@@ -71,8 +71,17 @@ def failure_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+OutputKeeper = Callable[[str, str], str | None]
+"""Keeps a call's output (idempotency key, content) for the run's next model call: the queue of
+the worker that keeps it, or None (`ModelActivities.keep_output`)."""
+
+
 def tool_activity(
-    item: Tool, workspace: Path, memory: MemoryStore | None = None, large_payloads: bool = False
+    item: Tool,
+    workspace: Path,
+    memory: MemoryStore | None = None,
+    large_payloads: bool = False,
+    keep: OutputKeeper | None = None,
 ) -> Callable[[ToolInvocation], Any]:
     """Wrap `item` as an activity: validate arguments, run with heartbeats (none when it runs
     as a local activity), truncate output.
@@ -81,6 +90,8 @@ def tool_activity(
     the run's stream, which opens at the first report: a tool that never reports costs nothing).
     `large_payloads`: the worker stores large payloads outside history, so the arguments are
     checked against the raised limits (`contracts.payload_limits`), and the tool is told.
+    `keep`: the worker keeps what the call returns for the run's next model call, so the
+    output is recorded once (`activities.kept_outputs`).
 
     `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
     activity as a non-retryable `ToolError`, so the message goes straight back to the model.
@@ -165,8 +176,13 @@ def tool_activity(
                 }
             },
         )
+        kept_by = keep(invocation.idempotency_key, content) if keep and not stop_run else None
         return ToolOutput(
-            content=content, truncated=truncated, original_chars=len(text), stop_run=stop_run
+            content=content,
+            truncated=truncated,
+            original_chars=len(text),
+            stop_run=stop_run,
+            kept_by=kept_by,
         )
 
     run_tool.__name__ = run_tool.__qualname__ = f"tool_{item.name}"
@@ -178,10 +194,11 @@ def tool_activities(
     workspace: Path,
     memory: MemoryStore | None = None,
     large_payloads: bool = False,
+    keep: OutputKeeper | None = None,
 ) -> list[Callable[[ToolInvocation], Any]]:
     """One activity per tool in `tools` (question tools have none: a person answers them)."""
     return [
-        tool_activity(item, workspace, memory, large_payloads)
+        tool_activity(item, workspace, memory, large_payloads, keep)
         for item in tools
         if not item.asks_user
     ]

@@ -63,6 +63,11 @@ class ContextDelta(BaseModel):
     summary: str | None = none_omitted()
     extra: list[ChatMessage] = empty_omitted()
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
+    kept: dict[int, str] | None = none_omitted()
+    """`new_messages[i]` is a tool result sent without its content: the output of the call whose
+    idempotency key is `kept[i]`, which ran on the worker this delta goes to, and which that
+    worker keeps (`activities.kept_outputs`). So history holds a tool's output once, in its
+    activity's result. A worker without it misses, and the whole conversation is sent."""
 
 
 LEGACY_MISS = -1

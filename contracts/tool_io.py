@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from contracts.omitted import none_omitted
+
 
 class ToolInvocation(BaseModel):
     """A validated tool call the workflow asks the worker to run.
@@ -33,3 +35,7 @@ class ToolOutput(BaseModel):
     original_chars: int = 0
     stop_run: bool = False
     """The tool returned `StopRun`: `content` is the run's final answer."""
+    kept_by: str | None = none_omitted()
+    """The worker-specific task queue of the worker that ran the call and keeps `content` for
+    the run's next model call (`activities.kept_outputs`); None: not kept (a short output, or
+    a worker without cache affinity)."""

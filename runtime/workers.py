@@ -255,6 +255,7 @@ def build_workers(
         by_queue[item.options.task_queue or task_queue].append(item)
     own_queue = worker_queue_name(task_queue) if tuning.cache_affinity else None
     models = ModelActivities(model, cache=context_cache, worker_queue=own_queue)
+    keep = models.keep_output if own_queue is not None else None
     main = worker(
         task_queue,
         [
@@ -263,7 +264,7 @@ def build_workers(
             run_script_step,
             *mcp_calls,
             *tool_activities(
-                by_queue.pop(task_queue, []), workspace, memory, catalog.large_payloads
+                by_queue.pop(task_queue, []), workspace, memory, catalog.large_payloads, keep
             ),
         ],
         [AgentWorkflow, SessionWorkflow],
@@ -272,7 +273,7 @@ def build_workers(
         main,
         *([worker(own_queue, [models.call_model])] if own_queue is not None else []),
         *(
-            worker(queue, tool_activities(tools, workspace, memory, catalog.large_payloads))
+            worker(queue, tool_activities(tools, workspace, memory, catalog.large_payloads, keep))
             for queue, tools in by_queue.items()
         ),
     ]

@@ -69,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.continuation import compact_for_carry
     from loop.event_views import event_text, headline, limit_of, plan_key, plan_steps
     from loop.input_validation import InvalidAgentInput, validate_agent_input
+    from loop.kept_outputs import KeptOutput
     from loop.limits import FINAL_ANSWER_PROMPT, should_continue_as_new
     from loop.model_reply import drop_unknown_calls, read_reply, with_dropped_calls
     from loop.output import (
@@ -238,8 +239,9 @@ class AgentLoop:
         run_tools = await prepare_tools(params, output, self._gate, self._script_round)
         self._gate.add_schemas(run_tools.outside_schemas)
         schemas = run_tools.schemas
+        kept: dict[str, KeptOutput] = {}  # tool outputs their workers keep (`loop.kept_outputs`)
         model = ModelGateway(
-            params, self._log, self._conversation(params), output, events=self._events
+            params, self._log, self._conversation(params), output, events=self._events, kept=kept
         )
         tool_round = ToolRound(
             params,
@@ -250,6 +252,7 @@ class AgentLoop:
             run_tools.unavailable,
             events=self._events,
             on_change=self._publish,
+            kept=kept,
         )
         self._round = tool_round
         limits = Limits.of(params)

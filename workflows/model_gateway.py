@@ -61,6 +61,7 @@ with workflow.unsafe.imports_passed_through():
         tools_digest,
     )
     from loop.context_window import ContextFit, context_messages
+    from loop.kept_outputs import KeptOutput, refer_to_kept
     from loop.model_reply import normalize_reply
     from loop.output import OutputSpec, response_format
     from loop.progress import ModelAnswer
@@ -141,8 +142,12 @@ class ModelGateway:
         conversation: CachedConversation,
         output: OutputSpec | None = None,
         events: RunEvents | None = None,
+        kept: dict[str, KeptOutput] | None = None,
     ):
         self._params = params
+        self._kept: dict[str, KeptOutput] = kept if kept is not None else {}
+        """The outputs of the tool calls since the last model call that their workers keep, by
+        call id (noted by the tool round): a delta to that worker names them."""
         self._run_events = events
         """Where the gateway announces each call (`model_call_started`); None: nowhere."""
         self._config = model_activity_config(params)
@@ -234,7 +239,10 @@ class ModelGateway:
             base = len(held.message_digests)
             new = pad.messages[base:]
             digests = [*held.message_digests, *(message_digest(m) for m in new)]
-            delta = delta.model_copy(update={"held": base, "new_messages": new})
+            sent, refs = refer_to_kept(new, self._kept, held.worker_queue)
+            delta = delta.model_copy(
+                update={"held": base, "new_messages": sent, "kept": refs or None}
+            )
         elif held.message_digests:  # another's (a session's last turn, the run continued)
             reuse = reuse_pieces(held.message_digests, pad.messages)
             digests = reuse.digests
@@ -264,6 +272,8 @@ class ModelGateway:
         except BaseException:
             held.forget()
             raise
+        finally:
+            self._kept.clear()  # (the next delta carries only messages added after this call)
         held.message_digests, held.tools_digest = digests, self._tools[1]
         held.sequence += 1
         self._sent_at = held.sequence

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.usage import TokenUsage
     from loop import approvals
     from loop.event_views import event_text
+    from loop.kept_outputs import KeptOutput
     from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
     from loop.repetition import observe_round, screen_round
@@ -72,8 +73,12 @@ class ToolRound:
         *,
         events: RunEvents | None = None,
         on_change: Callable[[], None] | None = None,
+        kept: dict[str, KeptOutput] | None = None,
     ):
         self._events = events or RunEvents.off()
+        self._kept = kept
+        """Where the round notes the outputs their workers keep, by call id (the model gateway
+        reads them: `loop.kept_outputs`); None: nowhere."""
         self._on_change = on_change or (lambda: None)
         self._running: dict[str, RunningCall] = {}
         """Calls running now (started, not finished), by call id."""
@@ -198,6 +203,8 @@ class ToolRound:
         self._started(call, args, invoked)
         try:
             result = await callee.invoke(context)
+            if result.kept is not None and self._kept is not None:
+                self._kept[call.id] = result.kept
         except BaseException as error:  # (it fails the run, or the run is being cancelled)
             ended = "cancelled" if is_cancelled_exception(error) else "error"
             self._finished(call, ended, str(error))

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
     from contracts.mcp import McpCallRequest
     from contracts.tool_io import ToolInvocation, ToolOutput
+    from loop.kept_outputs import KeptOutput
     from loop.observations import ToolFailure, failure_observation
     from tools.definition import ToolOptions
     from workflows.callees.protocol import CallResult
@@ -109,8 +110,15 @@ async def run_activity(
     return output
 
 
-def activity_result(output: ToolOutput) -> CallResult:
-    return CallResult(output.content, "ok", output.stop_run, truncated=output.truncated)
+def activity_result(output: ToolOutput, ref: str | None = None) -> CallResult:
+    """A finished call's result; `ref` is the call's idempotency key, under which the worker
+    that ran it keeps its output if it says so (`ToolOutput.kept_by`)."""
+    kept = (
+        KeptOutput(ref, output.kept_by, output.content)
+        if ref is not None and output.kept_by is not None
+        else None
+    )
+    return CallResult(output.content, "ok", output.stop_run, truncated=output.truncated, kept=kept)
 
 
 def failed_result(name: str, options: ToolOptions, error: ActivityError) -> CallResult:

@@ -91,7 +91,9 @@ class LocalTool:
         )
         summary = tool_call_summary(context.args)
         try:
-            return activity_result(await self._run(invocation, summary))
+            return activity_result(
+                await self._run(invocation, summary), ref=invocation.idempotency_key
+            )
         except ActivityError as error:
             return failed_result(self.name, self.options, error)
 

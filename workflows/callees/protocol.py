@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.messages import ToolCall
     from contracts.model_io import ToolSchema
     from contracts.scratchpad import Scratchpad
+    from loop.kept_outputs import KeptOutput
     from loop.tool_requests import ArgsSchema
     from tools.definition import Tool, ToolOptions
     from workflows.session_link import run_scope
@@ -56,6 +57,9 @@ class CallResult:
     stop_run: bool = False
     delegated: Delegated | None = None
     truncated: bool = False
+    kept: KeptOutput | None = None
+    """The worker that ran the call keeps its output for the next model call (a delta names it
+    instead of carrying it: `loop.kept_outputs`)."""
 
 
 class Callee(Protocol):
