@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.messages import ChatMessage, ReasoningKey, ToolCall
-from contracts.omitted import empty_omitted, false_omitted, none_omitted
+from contracts.omitted import default_omitted, empty_omitted, false_omitted, none_omitted
 from contracts.usage import TokenUsage
 
 CALL_MODEL_ACTIVITY = "call_model"
@@ -57,9 +57,9 @@ class ContextDelta(BaseModel):
     by an earlier call), whose digest is `tools_digest`. A tool list is as long as a few
     messages, and the same on every call."""
     tools_digest: str | None = none_omitted()
-    prompt_index: int = 1
-    kept_from: int = 1
-    dropped: int = 0
+    prompt_index: int = default_omitted(1)
+    kept_from: int = default_omitted(1)
+    dropped: int = default_omitted(0)
     summary: str | None = none_omitted()
     extra: list[ChatMessage] = empty_omitted()
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
@@ -129,20 +129,21 @@ class ModelRequest(BaseModel):
 
 
 class ModelReply(BaseModel):
-    """What the model answered: text, tool calls, or both."""
+    """What the model answered: text, tool calls, or both. Unset fields are left out of the
+    JSON (`contracts.omitted`): every model call records one."""
 
     model: str
-    content: str | None = None
-    tool_calls: list[ToolCall] = []
-    finish_reason: str | None = None
+    content: str | None = none_omitted()
+    tool_calls: list[ToolCall] = empty_omitted()
+    finish_reason: str | None = none_omitted()
     usage: TokenUsage = TokenUsage()
-    reasoning_content: str | None = None
-    reasoning_key: ReasoningKey | None = Field(default=None, exclude_if=lambda value: value is None)
+    reasoning_content: str | None = none_omitted()
+    reasoning_key: ReasoningKey | None = none_omitted()
     """The field the provider sent the reasoning in (see `ChatMessage.reasoning_key`)."""
     provider_fields: dict[str, Any] | None = none_omitted()
     """Other fields the provider put on the assistant message, sent back verbatim with it (see
     `ChatMessage.provider_fields`)."""
-    context_cache_miss: bool = False
+    context_cache_miss: bool = false_omitted()
     """The worker did not hold the conversation the request's delta builds on; nothing was
     asked. The workflow resends the whole conversation (an expected event, not a failure)."""
     worker_queue: str | None = none_omitted()
@@ -152,7 +153,7 @@ class ModelReply(BaseModel):
     """False: the reply came before its first batch of text deltas went, and none was sent
     (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`
     carries the whole text instead. Left out of the JSON while true."""
-    text_unsent: int = Field(default=0, ge=0, exclude_if=lambda value: value == 0)
+    text_unsent: int = default_omitted(0, ge=0)
     """How many characters at the end of `content` no text delta carried: the reply outlasted
     its first batch, and what was left of it when it was complete goes with the workflow's
     `model_call_finished` (its `rest`) instead of one more signal

@@ -33,3 +33,8 @@ def empty_omitted(**field: Any) -> Any:
 def false_omitted(**field: Any) -> Any:
     """A flag that defaults to False and is left out of the JSON while False."""
     return Field(default=False, exclude_if=_is_empty, **field)
+
+
+def default_omitted(default: int, **field: Any) -> Any:
+    """A number left out of the JSON while it is its `default`."""
+    return Field(default=default, exclude_if=lambda value: value == default, **field)

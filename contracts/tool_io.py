@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from contracts.omitted import none_omitted
+from contracts.omitted import default_omitted, none_omitted
 
 
 class ToolInvocation(BaseModel):
@@ -20,8 +20,8 @@ class ToolInvocation(BaseModel):
     tool: str
     args: dict[str, Any]
     idempotency_key: str
-    max_output_chars: int = 20_000
-    scope: str | None = None
+    max_output_chars: int = default_omitted(20_000)
+    scope: str | None = none_omitted()
     """The run's `memory_scope`, for tools that keep data per user (`requires_scope`)."""
     turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
     """The session turn the call belongs to, which its `tool_progress` events carry."""

@@ -36,7 +36,7 @@ EVENT_SLACK = 6
 """Workflow tasks can batch a signal with what follows it or not, depending on timing."""
 
 ONE_SHOT_EVENTS = 24
-ONE_SHOT_BYTES = 11_300
+ONE_SHOT_BYTES = 11_000
 ONE_SHOT_OBSERVATION = {
     "ActivityTaskCompleted fixed_output": 1,  # the tool's result
     # (not the next model call's delta: it names the output, which the worker keeps)
@@ -45,7 +45,7 @@ ONE_SHOT_OBSERVATION = {
 
 SESSION_TURN = 3  # two earlier turns in memory
 SESSION_TURN_EVENTS = 20
-SESSION_TURN_BYTES = 12_100
+SESSION_TURN_BYTES = 11_900
 SESSION_OBSERVATION = {
     "ActivityTaskCompleted fixed_output": 1,  # the tool's result (the delta names it)
 }
