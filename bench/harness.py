@@ -93,6 +93,9 @@ class Bench:
     env: WorkflowEnvironment
     model: Proc
     procs: list[Proc] = field(default_factory=list)
+    ours_tuning: dict[str, Any] = field(default_factory=dict)
+    """`WorkerTuning` fields every worker of ours gets here unless `worker()` is told otherwise
+    (the peers benchmark: what docs/fleet.md recommends for the server it runs on)."""
 
     @property
     def client(self) -> Client:
@@ -112,8 +115,9 @@ class Bench:
     ) -> tuple[Proc, str]:
         """A worker of `kind` (ours or naive) on a fresh task queue: (process, task queue)."""
         queue = f"bench-{kind}-{uuid.uuid4().hex[:8]}"
+        tuning = {**(self.ours_tuning if kind == "ours" else {}), **(tuning or {})}
         args = ["--kind", kind, "--address", self.address, "--task-queue", queue]
-        args += ["--model-url", self.model.detail, "--tuning", json.dumps(tuning or {}), *flags]
+        args += ["--model-url", self.model.detail, "--tuning", json.dumps(tuning), *flags]
         proc = spawn("bench.worker_proc", *args, cwd=cwd, env=env)
         self.procs.append(proc)
         return proc, queue

@@ -63,6 +63,10 @@ half of `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewh
 that never returns), and the measuring after the wait (reading each run's history) has the
 other half."""
 SERVERS = {"tuned": FAST_TRANSFER_QUEUE, "defaults": []}
+OURS_TUNING: dict[str, dict[str, Any]] = {"tuned": {}, "defaults": {"cache_affinity": False}}
+"""Ours as docs/fleet.md recommends for each server: on a dev server's defaults with one worker,
+cache affinity off (its eager dispatch keeps a run's calls on the worker anyway, and a call on
+a worker-specific queue would wait for the transfer queue's 50 ms tick)."""
 NO_MODEL = "http://127.0.0.1:9/v1"
 """What a replayer's model client is built with: replay calls no model."""
 
@@ -273,6 +277,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         say(f"server: {server}")
         entry: dict[str, Any] = results["servers"].setdefault(server, {})
         async with bench_stack(SERVERS[server]) as bench:
+            bench.ours_tuning = OURS_TUNING[server]
             if only & {1, 2}:
                 entry.update(await timing(bench, [*BASE, *LEVERS], size, only, stalls))
                 save(out, "peers.json", results)
