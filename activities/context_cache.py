@@ -68,13 +68,13 @@ class ContextCache:
         self, delta: ContextDelta, tools: list[ToolSchema] | None = None
     ) -> Resolved | None:
         """The messages (and tools) to send for `delta`, or None when this worker does not hold
-        what the delta builds on (a miss), or one of the tool outputs it names."""
+        what the delta builds on (a miss), or one of the tool outputs it names (unless it is a
+        retry of a call this worker applied: the outputs are in the conversation by then)."""
         if delta.kept:
-            filled = self.outputs.filled(delta.new_messages, delta.kept)
-            if filled is None:
-                self.misses += 1
-                return None
-            delta = delta.model_copy(update={"new_messages": filled, "kept": None})
+            filled = self.outputs.fill(delta.new_messages, delta.kept)
+            delta = delta.model_copy(
+                update={"new_messages": delta.new_messages if filled is None else filled}
+            )
         entry = self._entry(delta, tools or [])
         if entry is None:
             self.misses += 1

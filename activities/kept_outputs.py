@@ -3,15 +3,18 @@ each output once.
 
 A tool's output is recorded in history as its activity's result. Sent to the model in the next
 call's context delta as well, it would be recorded twice: for a 2,000-character output, two
-thirds of what a model call adds to history. A worker with cache affinity keeps the outputs of
-the calls it runs (`keep`), and says so in the call's result (`ToolOutput.kept_by`); when the
-run's next model call goes to the same worker, the delta names the kept output instead of
-carrying it (`ContextDelta.kept`), and the worker puts it back (`filled`).
+thirds of what a model call adds to history. A worker keeps the outputs of the calls it runs
+(`keep`), and says so in the call's result (`ToolOutput.kept_by`, its name); when the same
+worker holds the run's conversation (it answered the last model call: its queue with cache
+affinity, `ModelReply.answered_by` without), the next delta names the kept output instead of
+carrying it (`ContextDelta.kept`), and the worker puts it back (`fill`) and forgets it: from
+then on the context cache holds it, as part of the conversation.
 
 Like the context cache, this is an optimisation, never the source of truth: the delta's digest
 is of the whole message, so an output this worker no longer has (evicted, restarted) or has
-otherwise is a miss, and the workflow sends the whole conversation. Bounded by entries and
-characters, least recently kept first out.
+otherwise is a miss, and the workflow sends the whole conversation (a retried call that this
+worker already applied needs nothing: the context cache holds what it made). Bounded by entries
+and characters, least recently kept first out.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ about 100 bytes."""
 class KeptOutputs:
     """Tool outputs by the call's idempotency key (unique to a run's call)."""
 
-    def __init__(self, max_outputs: int = 20_000, max_chars: int = 50_000_000) -> None:
+    def __init__(self, max_outputs: int = 5_000, max_chars: int = 20_000_000) -> None:
         self._outputs: OrderedDict[str, str] = OrderedDict()
         self._chars = 0
         self._max_outputs = max_outputs
@@ -48,17 +51,19 @@ class KeptOutputs:
             self._chars -= len(dropped)
         return True
 
-    def filled(
+    def fill(
         self, messages: Sequence[ChatMessage], kept: Mapping[int, str]
     ) -> list[ChatMessage] | None:
-        """`messages` with the content of each `kept` one (index → ref) put back; None when
-        this worker does not have one of them."""
+        """`messages` with the content of each `kept` one (index → ref) put back, and those
+        outputs forgotten; None (nothing forgotten) when this worker lacks one of them."""
         filled = list(messages)
         for index, ref in kept.items():
             content = self._outputs.get(ref)
             if content is None or not 0 <= index < len(filled):
                 return None
             filled[index] = filled[index].model_copy(update={"content": content})
+        for ref in kept.values():
+            self._chars -= len(self._outputs.pop(ref, ""))
         return filled
 
     def __len__(self) -> int:

@@ -26,19 +26,23 @@ class ModelActivities:
         heartbeat_every_seconds: float = HEARTBEAT_EVERY_SECONDS,
         cache: ContextCache | None = None,
         worker_queue: str | None = None,
+        identity: str | None = None,
     ):
         self._model = model
         self._heartbeat_every = heartbeat_every_seconds
         self.cache = cache if cache is not None else ContextCache()
         self.worker_queue = worker_queue
         """This worker's own task queue (cache affinity): every reply names it."""
+        self.identity = worker_queue or identity
+        """What names this worker in replies and kept outputs: its queue, or without affinity
+        a name of the same form that no one polls (`ModelReply.answered_by`)."""
 
     def keep_output(self, ref: str, content: str) -> str | None:
-        """Keep a tool call's output for the run's next model call, if this worker has its own
-        queue (the call goes there) and the output is long enough: the queue, or None."""
-        if self.worker_queue is None or not self.cache.outputs.keep(ref, content):
+        """Keep a tool call's output for the run's next model call, if the output is long
+        enough: this worker's name (`ToolOutput.kept_by`), or None."""
+        if self.identity is None or not self.cache.outputs.keep(ref, content):
             return None
-        return self.worker_queue
+        return self.identity
 
     @activity.defn(name=CALL_MODEL_ACTIVITY)
     async def call_model(self, request: ModelRequest) -> ModelReply:
@@ -106,6 +110,8 @@ class ModelActivities:
         )
         if self.worker_queue is not None and cached:
             reply = reply.model_copy(update={"worker_queue": self.worker_queue})
+        elif self.identity is not None and cached:
+            reply = reply.model_copy(update={"answered_by": self.identity})
         return reply
 
     async def _complete(self, request: ModelRequest, board: ProgressBoard) -> ModelReply:

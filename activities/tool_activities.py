@@ -176,7 +176,11 @@ def tool_activity(
                 }
             },
         )
-        kept_by = keep(invocation.idempotency_key, content) if keep and not stop_run else None
+        kept_by = (
+            keep(invocation.idempotency_key, content)
+            if keep and invocation.keep_output and not stop_run
+            else None
+        )
         return ToolOutput(
             content=content,
             truncated=truncated,

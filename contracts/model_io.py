@@ -65,9 +65,10 @@ class ContextDelta(BaseModel):
     """Sent after the context this once, not remembered (e.g. the final-answer request)."""
     kept: dict[int, str] | None = none_omitted()
     """`new_messages[i]` is a tool result sent without its content: the output of the call whose
-    idempotency key is `kept[i]`, which ran on the worker this delta goes to, and which that
-    worker keeps (`activities.kept_outputs`). So history holds a tool's output once, in its
-    activity's result. A worker without it misses, and the whole conversation is sent."""
+    idempotency key is `kept[i]`, which ran on the worker that holds the conversation the delta
+    builds on, and which that worker keeps (`activities.kept_outputs`). So history holds a
+    tool's output once, in its activity's result. A worker without it misses, and the whole
+    conversation is sent."""
 
 
 LEGACY_MISS = -1
@@ -89,6 +90,11 @@ class CachedConversation(BaseModel):
     worker_queue: str | None = none_omitted()
     """The worker-specific task queue of the worker that built the entry (its replies name it):
     the next call with a delta goes there (`workflows.model_gateway`, cache affinity)."""
+    holder: str | None = none_omitted()
+    """The worker that built the entry (`worker_queue`, or a worker without affinity's
+    `ModelReply.answered_by`): the tool outputs it keeps may be named in the next delta
+    (`loop.kept_outputs`), since a worker that holds the conversation is the one that can
+    answer it."""
 
     def forget(self) -> None:
         """After a failed call the workflow cannot know what the worker holds: start over."""
@@ -149,6 +155,10 @@ class ModelReply(BaseModel):
     worker_queue: str | None = none_omitted()
     """The worker-specific task queue of the worker that answered, whose context cache now holds
     the conversation (None: a worker without cache affinity)."""
+    answered_by: str | None = none_omitted()
+    """A worker without cache affinity names itself here instead (the name of a queue it does
+    not poll): nothing is routed to it, but the tool outputs it keeps may be named in the next
+    delta, which a server that dispatches eagerly (a dev server) hands to the same worker."""
     deltas_sent: bool = Field(default=True, exclude_if=lambda value: value)
     """False: the reply came before its first batch of text deltas went, and none was sent
     (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`

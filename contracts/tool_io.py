@@ -25,6 +25,10 @@ class ToolInvocation(BaseModel):
     """The run's `memory_scope`, for tools that keep data per user (`requires_scope`)."""
     turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
     """The session turn the call belongs to, which its `tool_progress` events carry."""
+    keep_output: bool = Field(default=True, exclude_if=lambda value: value)
+    """Whether the worker may keep the output for the run's next model call
+    (`activities.kept_outputs`): false for a run that sends its whole conversation every call
+    (`context_transfer: full`), which would never name it. Left out of the JSON while true."""
 
 
 class ToolOutput(BaseModel):
@@ -36,6 +40,6 @@ class ToolOutput(BaseModel):
     stop_run: bool = False
     """The tool returned `StopRun`: `content` is the run's final answer."""
     kept_by: str | None = none_omitted()
-    """The worker-specific task queue of the worker that ran the call and keeps `content` for
-    the run's next model call (`activities.kept_outputs`); None: not kept (a short output, or
-    a worker without cache affinity)."""
+    """The name of the worker that ran the call and keeps `content` for the run's next model
+    call (`activities.kept_outputs`: its queue, or its `ModelReply.answered_by`); None: not
+    kept (a short output, a run that sends its whole conversation)."""

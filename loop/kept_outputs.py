@@ -11,25 +11,27 @@ from contracts.messages import ChatMessage
 
 @dataclass(frozen=True)
 class KeptOutput:
-    """A tool call's output that the worker behind `worker_queue` keeps under `ref` (the call's
+    """A tool call's output that the worker named `kept_by` keeps under `ref` (the call's
     idempotency key), as the call returned it (`content`)."""
 
     ref: str
-    worker_queue: str
+    kept_by: str
     content: str
 
 
 def refer_to_kept(
     messages: Sequence[ChatMessage],
     kept: Mapping[str, KeptOutput],
-    worker_queue: str | None,
+    holder: str | None,
 ) -> tuple[list[ChatMessage], dict[int, str]]:
-    """`messages` (a delta's new ones, going to `worker_queue`) with each tool result that
-    worker keeps left without its content, and the ref of each by index.
+    """`messages` (a delta's new ones) with each tool result that `holder` keeps left without
+    its content, and the ref of each by index. `holder` is the worker whose context cache holds
+    the conversation the delta builds on: the only worker that can answer the delta, so naming
+    its outputs never makes a call miss that would not miss anyway.
 
     A result is named only when it is exactly what the call returned (no note, no warning
-    added since) and the call ran on the worker the delta goes to; anything else goes whole."""
-    if worker_queue is None or not kept:
+    added since) and the call ran on that worker; anything else goes whole."""
+    if holder is None or not kept:
         return list(messages), {}
     sent: list[ChatMessage] = []
     refs: dict[int, str] = {}
@@ -37,7 +39,7 @@ def refer_to_kept(
         output = kept.get(message.tool_call_id or "") if message.role == "tool" else None
         if (
             output is not None
-            and output.worker_queue == worker_queue
+            and output.kept_by == holder
             and message.content == output.content
         ):
             sent.append(message.model_copy(update={"content": None}))

@@ -253,9 +253,10 @@ def build_workers(
     by_queue: dict[str, list[Tool]] = defaultdict(list)
     for item in catalog.tools.all():
         by_queue[item.options.task_queue or task_queue].append(item)
-    own_queue = worker_queue_name(task_queue) if tuning.cache_affinity else None
-    models = ModelActivities(model, cache=context_cache, worker_queue=own_queue)
-    keep = models.keep_output if own_queue is not None else None
+    identity = worker_queue_name(task_queue)
+    own_queue = identity if tuning.cache_affinity else None
+    models = ModelActivities(model, cache=context_cache, worker_queue=own_queue, identity=identity)
+    keep = models.keep_output
     main = worker(
         task_queue,
         [

@@ -25,7 +25,7 @@ from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
 from contracts.policy import WorkerPolicy
-from runtime.workers import build_workers
+from runtime.workers import WorkerTuning, build_workers
 from testkit.crash_tools import WorkerCluster
 from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
@@ -151,6 +151,7 @@ async def started_workers(
     policy: WorkerPolicy | None = None,
     mcp: McpServers | None = None,
     catalog: Catalog | None = None,
+    tuning: WorkerTuning | None = None,
 ) -> str:
     """Start the application's workers (on a fresh task queue unless one is named).
 
@@ -169,6 +170,7 @@ async def started_workers(
         context_cache=context_cache,
         policy=policy,
         mcp=mcp,
+        tuning=tuning,
     ):
         await stack.enter_async_context(worker)
     return task_queue

@@ -30,7 +30,7 @@ def result(call_id: str, text: str) -> ChatMessage:
 
 
 def kept(call_id: str, text: str, queue: str = QUEUE) -> KeptOutput:
-    return KeptOutput(ref=f"run/1/{call_id}", worker_queue=queue, content=text)
+    return KeptOutput(ref=f"run/1/{call_id}", kept_by=queue, content=text)
 
 
 # -- the workflow's side ---------------------------------------------------------------------
@@ -65,11 +65,22 @@ def test_the_worker_keeps_long_outputs_only_and_forgets_the_oldest_first() -> No
     assert not outputs.keep("short", "x" * (KEEP_MIN_CHARS - 1))
     assert outputs.keep("a", LONG) and outputs.keep("b", LONG) and outputs.keep("c", LONG)
     assert len(outputs) == 2  # "a" went: too many
-    assert outputs.filled([result("c1", "")], {0: "a"}) is None
+    assert outputs.fill([result("c1", "")], {0: "a"}) is None
     assert outputs.keep("d", "z" * (2 * KEEP_MIN_CHARS))  # "b" goes: too many characters
-    assert outputs.filled([result("c1", "")], {0: "b"}) is None
-    assert outputs.filled([result("c1", "")], {0: "d"}) == [result("c1", "z" * 2 * KEEP_MIN_CHARS)]
+    assert outputs.fill([result("c1", "")], {0: "b"}) is None
     assert not outputs.keep("huge", "w" * (4 * KEEP_MIN_CHARS))  # over the whole bound
+
+
+def test_an_output_put_back_is_forgotten_and_a_partial_fill_forgets_nothing() -> None:
+    outputs = KeptOutputs()
+    outputs.keep("a", LONG)
+    outputs.keep("b", OTHER_LONG)
+    two = [result("c1", ""), result("c2", "")]
+    assert outputs.fill(two, {0: "a", 1: "missing"}) is None
+    assert len(outputs) == 2
+    assert outputs.fill(two, {0: "a", 1: "b"}) == [result("c1", LONG), result("c2", OTHER_LONG)]
+    assert len(outputs) == 0  # the context cache holds them now, in the conversation
+    assert outputs.keep("c", LONG)  # the characters were given back too
 
 
 def kept_delta(held: list[ChatMessage], new: list[ChatMessage]) -> ContextDelta:
@@ -89,7 +100,8 @@ def test_the_cache_puts_kept_outputs_back_before_it_checks_the_digest() -> None:
     step = kept_delta(start, new)
     assert step.kept == {1: "run/1/c1"} and step.new_messages[1].content is None
     assert sent(cache, step) == [*start, *new]
-    assert sent(cache, step) == [*start, *new]  # a retry of the same call
+    assert len(cache.outputs) == 0  # put back and forgotten
+    assert sent(cache, step) == [*start, *new]  # a retry of the same call: the cache has it
     assert cache.misses == 0
 
 

@@ -1,20 +1,28 @@
 """Kept tool outputs through a real worker: two long outputs in one round, each recorded once
 when the worker keeps both, and a run that still gets both to the model when the worker has
-lost one of them (the delta misses and the workflow sends the whole conversation)."""
+lost one of them (the delta misses and the workflow sends the whole conversation), and a worker
+without cache affinity, which names itself in its replies instead (`ModelReply.answered_by`)."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
+from temporalio.testing import WorkflowEnvironment
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
+from activities.context_cache import ContextCache
 from activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
+from activities.openai_model import OpenAIChatModel
+from runtime.workers import WorkerTuning
 from testkit import fake_openai as fake
 from testkit.bench_model import rounds_since_user
+from testkit.fake_openai import FakeOpenAIServer
 from testkit.fixed_output import fixed_text
 from testkit.history_copies import event_labels, full_copies
-from tests.conftest import AgentHarness
+from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
 
 CHARS = 4 * KEEP_MIN_CHARS
 
@@ -71,3 +79,46 @@ async def test_a_worker_that_lost_an_output_misses_and_the_model_still_gets_both
     for n in (1, 2):  # the resent conversation carries both
         copies = dict(full_copies(events, fixed_text(n, CHARS)))
         assert copies.get("ActivityTaskScheduled call_model") == 1, copies
+
+
+async def test_a_run_that_sends_its_whole_conversation_asks_no_worker_to_keep_outputs(
+    agent: AgentHarness,
+) -> None:
+    agent.fake.set_handler(two_outputs)
+    kept_before = len(agent.cache.outputs)
+    payload = {"prompt": "Read both.", "tools": ["fixed_output"], "context_transfer": "full"}
+    result, handle = await agent.run(payload)
+    assert result.answer == "read both", result
+    events = list((await handle.fetch_history()).events)
+    assert not any(b"kept_by" in e.SerializeToString() for e in events)
+    assert len(agent.cache.outputs) == kept_before
+    for n in (1, 2):  # the whole conversation, in the second model call
+        assert dict(full_copies(events, fixed_text(n, CHARS)))["ActivityTaskScheduled call_model"]
+
+
+async def test_a_worker_without_cache_affinity_keeps_outputs_too(
+    temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The embedded dev server's default (`make run`): no queue of its own, so its replies name
+    it in `answered_by`; the dev server's eager dispatch keeps the calls on it."""
+    model = OpenAIChatModel(
+        api_key=SECRET_API_KEY, base_url=fake_model.base_url, default_model=FAKE_MODEL
+    )
+    cache = ContextCache()
+    async with AsyncExitStack() as stack:
+        queue = await started_workers(
+            stack,
+            temporal_env.client,
+            model,
+            tmp_path,
+            context_cache=cache,
+            tuning=WorkerTuning(cache_affinity=False),
+        )
+        agent = AgentHarness(temporal_env.client, queue, tmp_path, cache, fake=fake_model)
+        events = await run_two(agent)
+    await model.close()
+    for n in (1, 2):
+        copies = dict(full_copies(events, fixed_text(n, CHARS)))
+        assert copies == {"ActivityTaskCompleted fixed_output": 1, "WorkflowExecutionCompleted": 1}
+    replies = model_replies(events)
+    assert all(b'"answered_by"' in r and b'"worker_queue"' not in r for r in replies), replies

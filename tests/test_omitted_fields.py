@@ -44,6 +44,10 @@ CALL = ToolCall(id="c1", name="calculator", arguments="{}")
             ),
             {"call_id", "tool", "args", "idempotency_key", "max_output_chars", "scope"},
         ),
+        (
+            ToolInvocation(call_id="c1", tool="t", args={}, idempotency_key="k", keep_output=False),
+            {"call_id", "tool", "args", "idempotency_key", "keep_output"},
+        ),
         (ToolOutput(content="4"), {"content", "truncated", "original_chars", "stop_run"}),
         (
             ToolOutput(content="x", kept_by="q@h-1-a"),

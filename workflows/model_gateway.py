@@ -201,6 +201,7 @@ class ModelGateway:
             )
         else:
             answer = await self._ask_with_delta(pad, request, extra or [], fit)
+        self._kept.clear()  # (the next delta carries only the messages added after this call)
         answer = answered(answer, pad.iteration)
         reply = normalize_reply(answer.reply, pad.iteration)
         if purpose == "final_answer":
@@ -239,7 +240,7 @@ class ModelGateway:
             base = len(held.message_digests)
             new = pad.messages[base:]
             digests = [*held.message_digests, *(message_digest(m) for m in new)]
-            sent, refs = refer_to_kept(new, self._kept, held.worker_queue)
+            sent, refs = refer_to_kept(new, self._kept, held.holder)
             delta = delta.model_copy(
                 update={"held": base, "new_messages": sent, "kept": refs or None}
             )
@@ -272,8 +273,6 @@ class ModelGateway:
         except BaseException:
             held.forget()
             raise
-        finally:
-            self._kept.clear()  # (the next delta carries only messages added after this call)
         held.message_digests, held.tools_digest = digests, self._tools[1]
         held.sequence += 1
         self._sent_at = held.sequence
@@ -362,7 +361,7 @@ class ModelGateway:
                         AFFINITY_FALLBACK.total_seconds(),
                         outcome="affinity_fallback",
                     )
-                    self._conversation.worker_queue = None
+                    self._conversation.worker_queue = self._conversation.holder = None
                     if request.context is not None and request.context.held:
                         return None  # another worker lacks what the delta builds on
                     continue  # a whole conversation: the same call on the shared queue
@@ -391,6 +390,8 @@ class ModelGateway:
                 return None
             if request.context is not None and reply.worker_queue is not None:
                 self._conversation.worker_queue = reply.worker_queue
+            if request.context is not None:
+                self._conversation.holder = reply.worker_queue or reply.answered_by
             return self._answer(request, reply, started, failures)
         raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
 

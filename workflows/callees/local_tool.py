@@ -88,6 +88,7 @@ class LocalTool:
             max_output_chars=context.params.max_observation_chars,
             scope=context.params.memory_scope,
             turn=context.params.session.turn if context.params.session else None,
+            keep_output=context.params.context_transfer != "full",
         )
         summary = tool_call_summary(context.args)
         try:
