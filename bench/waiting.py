@@ -213,6 +213,8 @@ async def measure(
     await asyncio.sleep(2.0)  # let the worker settle
     rss_waiting = proc.rss()
     signal_arg: Any = {"call_id": "*"} if kind == "ours" else "*"
+    meter = CpuMeter({"worker": proc.ps, "server": server_process()})
+    meter.start()
     started = time.monotonic()
     await paced(
         handles,
@@ -221,6 +223,7 @@ async def measure(
     )
     await wait_for_results(handles, 60 + runs * 0.2, stall)
     to_done = time.monotonic() - started
+    approving = meter.stop(per=max(1, waiting))
     rss_after = proc.rss()
     latencies = [
         v
@@ -246,6 +249,7 @@ async def measure(
         "signal_rate_per_second": rate,
         "completed": len(latencies),
         "seconds_signals_to_all_done": round(to_done, 1),
+        **approving,
         "p50_signal_to_completion_s": round(p50, 3) if p50 is not None else None,
         "p99_signal_to_completion_s": round(p99, 3) if p99 is not None else None,
         "max_signal_to_completion_s": round(max(latencies), 3) if latencies else None,

@@ -133,6 +133,16 @@ def figures(results: dict[str, Any]) -> list[list[str]]:
                 waited("rss_waiting_mb", "{:.0f}"),
                 {},
             )
+            add(
+                f"4 CPU ms an approval, worker / server ({server})",
+                wait,
+                lambda d: (
+                    f"{d['worker_cpu_ms_each']:.0f} / {d['server_cpu_ms_each']:.0f}"
+                    if "server_cpu_ms_each" in d
+                    else "–"
+                ),
+                {},
+            )
         replays = entry.get("replay") or {}
         if replays:
 

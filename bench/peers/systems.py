@@ -160,8 +160,8 @@ OURS = System(
     "ours",
     config="`make bench`'s worker (`bench.worker_proc --kind ours`): `build_workers`, default "
     "`WorkerTuning` (sandbox with the project's modules passed through, calculator a local "
-    "activity, model calls streamed); on the dev server's defaults with cache affinity off, "
-    "as docs/fleet.md recommends for a dev server with one worker",
+    "activity, model calls streamed), with cache affinity off as docs/fleet.md recommends for "
+    "a dev server with one worker",
 )
 OA = System(
     "openai-agents",
