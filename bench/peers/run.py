@@ -55,8 +55,8 @@ from bench.speed import Side, one_run, per_turn, throughput
 
 FULL = {"repeats": 5, "runs": 200, "calls": 100, "waiting": 1000}
 QUICK = {"repeats": 2, "runs": 20, "calls": 50, "waiting": 30}
-STALL_SECONDS = 60
-WAIT_STALL_SECONDS = 30
+STALL_SECONDS = 30
+WAIT_STALL_SECONDS = 15
 """Workload 4 stops waiting for runs to wait, then to finish, once for this long none did: the
 runs that did are measured (a run that never finishes is reported as not completed). It is
 half of `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewhere (a start
