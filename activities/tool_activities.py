@@ -72,7 +72,7 @@ def failure_text(error: BaseException) -> str:
 
 
 OutputKeeper = Callable[[str, str], str | None]
-"""Keeps a call's output (idempotency key, content) for the run's next model call: the queue of
+"""Keeps a call's output (idempotency key, content) for the run's next model call: the name of
 the worker that keeps it, or None (`ModelActivities.keep_output`)."""
 
 
