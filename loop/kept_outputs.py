@@ -37,11 +37,7 @@ def refer_to_kept(
     refs: dict[int, str] = {}
     for index, message in enumerate(messages):
         output = kept.get(message.tool_call_id or "") if message.role == "tool" else None
-        if (
-            output is not None
-            and output.kept_by == holder
-            and message.content == output.content
-        ):
+        if output is not None and output.kept_by == holder and message.content == output.content:
             sent.append(message.model_copy(update={"content": None}))
             refs[index] = output.ref
         else:
