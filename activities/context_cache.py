@@ -70,11 +70,9 @@ class ContextCache:
         """The messages (and tools) to send for `delta`, or None when this worker does not hold
         what the delta builds on (a miss), or one of the tool outputs it names (unless it is a
         retry of a call this worker applied: the outputs are in the conversation by then)."""
-        if delta.kept:
-            filled = self.outputs.fill(delta.new_messages, delta.kept)
-            delta = delta.model_copy(
-                update={"new_messages": delta.new_messages if filled is None else filled}
-            )
+        filled = self.outputs.fill(delta.new_messages, delta.kept) if delta.kept else None
+        if filled is not None:
+            delta = delta.model_copy(update={"new_messages": filled})
         entry = self._entry(delta, tools or [])
         if entry is None:
             self.misses += 1

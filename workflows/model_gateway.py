@@ -388,9 +388,9 @@ class ModelGateway:
                 ) from error
             if reply.context_cache_miss:
                 return None
-            if request.context is not None and reply.worker_queue is not None:
-                self._conversation.worker_queue = reply.worker_queue
             if request.context is not None:
+                if reply.worker_queue is not None:
+                    self._conversation.worker_queue = reply.worker_queue
                 self._conversation.holder = reply.worker_queue or reply.answered_by
             return self._answer(request, reply, started, failures)
         raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
