@@ -20,6 +20,7 @@ from contracts.client_tools import MAX_CLIENT_TOOLS, ClientToolSpec, unique_clie
 from contracts.code_mode import CodeLimits
 from contracts.messages import ChatMessage
 from contracts.model_io import CachedConversation
+from contracts.omitted import none_omitted
 from contracts.payload_limits import (
     NO_STORE_HINT,
     STORED,
@@ -333,7 +334,7 @@ class SessionLink(BaseModel):
     scope: str | None = None
     """`<session>/turn-<n>` for a turn run inside the session: its child runs' ids and its
     tools' idempotency keys start with it (not with the session's id, which every turn shares)."""
-    turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    turn: int | None = none_omitted()
     """The session's turn number, which the turn's events carry (None: sessions recorded
     before the event stream)."""
 

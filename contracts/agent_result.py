@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from contracts.approvals import HumanDecision
 from contracts.messages import ToolCall
-from contracts.omitted import empty_omitted, none_omitted
+from contracts.omitted import default_omitted, empty_omitted, none_omitted
 from contracts.plan import PlanState
 from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
@@ -66,7 +66,7 @@ class ModelCall(BaseModel):
     finish_reason: str | None
     started_at: datetime
     finished_at: datetime
-    reasoning_chars: int = Field(default=0, exclude_if=lambda chars: not chars)
+    reasoning_chars: int = default_omitted(0)
     """Length of the reasoning the provider sent with the reply (`reasoning_content`)."""
     reasoning: str | None = none_omitted()
     """The reasoning text itself, kept only with the run setting `record_reasoning`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from contracts.messages import ChatMessage, ReasoningKey, ToolCall
 from contracts.omitted import default_omitted, empty_omitted, false_omitted, none_omitted
@@ -159,7 +159,7 @@ class ModelReply(BaseModel):
     """A worker without cache affinity names itself here instead (the name of a queue it does
     not poll): nothing is routed to it, but the tool outputs it keeps may be named in the next
     delta, which a server that dispatches eagerly (a dev server) hands to the same worker."""
-    deltas_sent: bool = Field(default=True, exclude_if=lambda value: value)
+    deltas_sent: bool = default_omitted(True)
     """False: the reply came before its first batch of text deltas went, and none was sent
     (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`
     carries the whole text instead. Left out of the JSON while true."""

@@ -36,5 +36,5 @@ def false_omitted(**field: Any) -> Any:
 
 
 def default_omitted(default: int, **field: Any) -> Any:
-    """A number left out of the JSON while it is its `default`."""
+    """A number (or a flag that defaults to True) left out of the JSON while it is `default`."""
     return Field(default=default, exclude_if=lambda value: value == default, **field)

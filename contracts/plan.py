@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from contracts.omitted import empty_omitted, none_omitted
+from contracts.omitted import default_omitted, empty_omitted, none_omitted
 from contracts.stop_reason import StopReason
 
 PlanStepStatus = Literal["pending", "running", "done", "failed"]
@@ -231,7 +231,7 @@ class StepOutcome(BaseModel):
     """Why the step's run stopped (None: it failed, or was recorded before this was kept)."""
     call_id: str | None = none_omitted()
     """A tool action: the id of its call (its step in the result's `steps`)."""
-    model_calls: int = Field(default=0, exclude_if=lambda value: not value)
+    model_calls: int = default_omitted(0)
     """Model calls the step made (its child run's turns; a tool action makes none)."""
     expectation: str | None = none_omitted()
     """How the step's `expect` was checked: `met: ...` or `missed: ...` (None: none stated)."""
@@ -262,7 +262,7 @@ class PlanState(BaseModel):
     notes: list[str] = []
     """Messages people sent while the plan ran (`steer`): every later step and the final answer
     read them."""
-    notes_dropped: int = Field(default=0, exclude_if=lambda value: not value)
+    notes_dropped: int = default_omitted(0)
     """How many of the oldest notes were dropped to keep `notes` bounded."""
     revised_because: list[str] = empty_omitted()
     """Why each revision after the first plan was made (a failed step, a missed expectation,

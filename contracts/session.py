@@ -16,6 +16,7 @@ from contracts.agent_input import AgentSettings
 from contracts.agent_result import StopReason, ToolStep
 from contracts.approvals import PendingRequest
 from contracts.model_io import CachedConversation
+from contracts.omitted import default_omitted
 from contracts.payload_limits import STORED, TODAY, within
 from contracts.stream_state import StreamState
 from contracts.usage import TokenUsage
@@ -114,7 +115,7 @@ class RunningTurn(BaseModel):
     inline: bool = False
     token: str = ""
     """Given to a child turn in its `SessionLink`; its reports must carry it."""
-    reports: int = Field(default=0, exclude_if=lambda value: not value)
+    reports: int = default_omitted(0)
     """The number of the newest `turn_pending` taken from a child turn."""
 
 

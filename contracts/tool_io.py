@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from contracts.omitted import default_omitted, none_omitted
 
@@ -23,9 +23,9 @@ class ToolInvocation(BaseModel):
     max_output_chars: int = default_omitted(20_000)
     scope: str | None = none_omitted()
     """The run's `memory_scope`, for tools that keep data per user (`requires_scope`)."""
-    turn: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    turn: int | None = none_omitted()
     """The session turn the call belongs to, which its `tool_progress` events carry."""
-    keep_output: bool = Field(default=True, exclude_if=lambda value: value)
+    keep_output: bool = default_omitted(True)
     """Whether the worker may keep the output for the run's next model call
     (`activities.kept_outputs`): false for a run that sends its whole conversation every call
     (`context_transfer: full`), which would never name it. Left out of the JSON while true."""

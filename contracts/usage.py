@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from contracts.omitted import false_omitted
 
 
 class TokenUsage(BaseModel):
@@ -18,7 +20,7 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
-    estimated: bool = Field(default=False, exclude_if=lambda value: not value)
+    estimated: bool = false_omitted()
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
