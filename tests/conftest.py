@@ -9,7 +9,7 @@ import json
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,11 +176,15 @@ async def started_workers(
     return task_queue
 
 
-@pytest.fixture
-async def agent(
-    temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
+@asynccontextmanager
+async def agent_harness(
+    env: WorkflowEnvironment,
+    fake_model: FakeOpenAIServer,
+    tmp_path: Path,
+    tuning: WorkerTuning | None = None,
 ) -> AsyncIterator[AgentHarness]:
-    """The real worker with the real `openai` client pointed at the fake model server."""
+    """The real worker (with `tuning`) and the real `openai` client pointed at the fake model
+    server, on a fresh task queue."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     model = OpenAIChatModel(
@@ -189,10 +193,19 @@ async def agent(
     cache = ContextCache()
     async with AsyncExitStack() as stack:
         queue = await started_workers(
-            stack, temporal_env.client, model, workspace, context_cache=cache
+            stack, env.client, model, workspace, context_cache=cache, tuning=tuning
         )
-        yield AgentHarness(temporal_env.client, queue, workspace, cache, fake=fake_model)
+        yield AgentHarness(env.client, queue, workspace, cache, fake=fake_model)
     await model.close()
+
+
+@pytest.fixture
+async def agent(
+    temporal_env: WorkflowEnvironment, fake_model: FakeOpenAIServer, tmp_path: Path
+) -> AsyncIterator[AgentHarness]:
+    """The real worker with the real `openai` client pointed at the fake model server."""
+    async with agent_harness(temporal_env, fake_model, tmp_path) as harness:
+        yield harness
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ without cache affinity, which names itself in its replies instead (`ModelReply.a
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +12,14 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.testing import WorkflowEnvironment
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from activities.context_cache import ContextCache
 from activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
-from activities.openai_model import OpenAIChatModel
 from runtime.workers import WorkerTuning
 from testkit import fake_openai as fake
 from testkit.bench_model import rounds_since_user
 from testkit.fake_openai import FakeOpenAIServer
 from testkit.fixed_output import fixed_text
 from testkit.history_copies import event_labels, full_copies
-from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
+from tests.conftest import AgentHarness, agent_harness
 
 CHARS = 4 * KEEP_MIN_CHARS
 
@@ -101,22 +98,9 @@ async def test_a_worker_without_cache_affinity_keeps_outputs_too(
 ) -> None:
     """The embedded dev server's default (`make run`): no queue of its own, so its replies name
     it in `answered_by`; the dev server's eager dispatch keeps the calls on it."""
-    model = OpenAIChatModel(
-        api_key=SECRET_API_KEY, base_url=fake_model.base_url, default_model=FAKE_MODEL
-    )
-    cache = ContextCache()
-    async with AsyncExitStack() as stack:
-        queue = await started_workers(
-            stack,
-            temporal_env.client,
-            model,
-            tmp_path,
-            context_cache=cache,
-            tuning=WorkerTuning(cache_affinity=False),
-        )
-        agent = AgentHarness(temporal_env.client, queue, tmp_path, cache, fake=fake_model)
+    tuning = WorkerTuning(cache_affinity=False)
+    async with agent_harness(temporal_env, fake_model, tmp_path, tuning) as agent:
         events = await run_two(agent)
-    await model.close()
     for n in (1, 2):
         copies = dict(full_copies(events, fixed_text(n, CHARS)))
         assert copies == {"ActivityTaskCompleted fixed_output": 1, "WorkflowExecutionCompleted": 1}
