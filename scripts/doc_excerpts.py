@@ -1,0 +1,479 @@
+"""Output shown in the docs, generated from real runs, so it cannot drift (issue 31, item 17).
+
+A fenced block in a Markdown file that follows a line `<!-- generated: NAME -->` is the output of
+the recipe NAME below, run for real: `worker.py` with its embedded dev server and the offline
+demo model, as `make run` starts it, then the commands a reader types (`temporal`, `agent`,
+`curl`), each shown after a `$ ` line.
+
+    python -m scripts.doc_excerpts --write     # run every recipe, rewrite the blocks
+    python -m scripts.doc_excerpts --check     # exit 1 naming each block that differs
+
+`tests/test_doc_excerpts.py` runs the check in `make test`. A block and a fresh run are compared
+after `volatile` masks what differs from one run to the next (ids, clocks, process numbers).
+
+The stage runs in a temporary folder that links the project's `.venv`, so paths print as they do
+in the project folder (`.venv/bin/temporal`, `.temporal/dev.db`). Its servers listen on free
+ports (another Temporal server may hold 7233), and `shown_as_default` writes them as the default
+ports a reader gets, dropping the `--address` flag that only a non-default port adds (`worker.py`'s
+`address_flag` leaves it out for the default address).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import difflib
+import os
+import re
+import shlex
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+MARKER = re.compile(r"^<!-- generated: ([\w.-]+) -->$")
+DEFAULT_PORT, DEFAULT_UI_PORT, DEFAULT_API_PORT = 7233, 8233, 8000
+API_TOKEN = "docs-example-token-not-a-secret"
+"""`agent serve`'s bearer token in the HTTP examples (they show it as `$AGENT_API_TOKEN`)."""
+KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "XDG_CACHE_HOME")
+"""The reader's environment: nothing of the caller's Temporal, model or agent settings."""
+
+VOLATILE = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
+    (re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ", re.MULTILINE), "<log time> "),
+    (re.compile(r"process group \d+"), "process group <pid>"),
+    (re.compile(r"\b\d+(\.\d+)? ?(ms|s)\b"), "<duration>"),
+    (re.compile(r"^( +)\d+( +)<time>", re.MULTILINE), r"\1<n>\2<time>"),
+]
+"""What differs between two real runs of one recipe: masked on both sides before comparing."""
+
+
+def volatile(text: str) -> str:
+    """`text` with what changes from run to run masked (see `VOLATILE`)."""
+    for pattern, mask in VOLATILE:
+        text = pattern.sub(mask, text)
+    return text
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Stage:
+    """A reader's shell beside a running `make run` worker: its folder, environment and ports."""
+
+    folder: Path
+    port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    api_port: int = field(default_factory=free_port)
+    worker_output: str = ""
+    last_code: int | None = None
+    """The exit code of the last command `sh` ran."""
+    background: dict[str, asyncio.Task[str]] = field(default_factory=dict)
+    """Commands still running (a stream a reader follows in another shell), by name."""
+    services: contextlib.AsyncExitStack = field(default_factory=contextlib.AsyncExitStack)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k in KEPT_ENV}
+        env["PATH"] = f"{self.folder / '.venv' / 'bin'}:{env.get('PATH', '')}"
+        env["TEMPORAL_DEV_PORT"] = str(self.port)
+        env["TEMPORAL_DEV_UI_PORT"] = str(self.ui_port)
+        env["COLUMNS"] = "200"
+        return env
+
+    def shown_as_default(self, text: str) -> str:
+        """`text` as a reader on the default ports sees it (see the module's docstring)."""
+        text = text.replace(f" --address localhost:{self.port}", "")
+        text = text.replace(f"localhost:{self.port}", f"localhost:{DEFAULT_PORT}")
+        text = text.replace(f"127.0.0.1:{self.port}", f"127.0.0.1:{DEFAULT_PORT}")
+        text = text.replace(f":{self.ui_port}", f":{DEFAULT_UI_PORT}")
+        return text.replace(f":{self.api_port}", f":{DEFAULT_API_PORT}")
+
+    async def sh(self, command: str, *, shown: str | None = None, stdin: str = "") -> str:
+        """Run `command` in a shell as the reader would; `$ command` and what it printed.
+
+        `shown` is the command as the doc writes it when it differs (the reader's own port)."""
+        env = self.env | {
+            "TEMPORAL_ADDRESS": f"localhost:{self.port}",
+            "AGENT_API_TOKEN": API_TOKEN,
+            "U": f"http://127.0.0.1:{self.api_port}",
+            "H": f"Authorization: Bearer {API_TOKEN}",
+        }
+        process = await asyncio.create_subprocess_shell(
+            command,
+            cwd=self.folder,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=60)
+        self.last_code = process.returncode
+        printed = "\n".join(line.rstrip() for line in out.decode().splitlines())
+        return self.shown_as_default(f"$ {shown or command}\n{printed}".rstrip())
+
+
+@contextlib.asynccontextmanager
+async def stage() -> AsyncIterator[Stage]:
+    """`make run`'s worker (embedded dev server, demo model) in a fresh folder, until exit."""
+    with tempfile.TemporaryDirectory(prefix="doc-excerpts-") as folder:
+        here = Stage(Path(folder))
+        (here.folder / ".venv").symlink_to(ROOT / ".venv")
+        async with make_run(here) as printed, here.services:
+            here.worker_output = printed
+            yield here
+
+
+@contextlib.asynccontextmanager
+async def make_run(here: Stage) -> AsyncIterator[str]:
+    """A `worker.py` as `make run` starts it, in the stage's folder; what it printed when ready."""
+    worker = await asyncio.create_subprocess_exec(
+        str(here.folder / ".venv" / "bin" / "python"),
+        str(ROOT / "worker.py"),
+        cwd=here.folder,
+        env=here.env | {"PYTHONUNBUFFERED": "1"},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        yield await asyncio.wait_for(_until_ready(worker), timeout=90)
+    finally:
+        if worker.returncode is None:
+            worker.terminate()
+            await asyncio.wait_for(worker.wait(), timeout=60)
+
+
+async def _until_ready(worker: asyncio.subprocess.Process) -> str:
+    """What the worker printed up to its last start-up line, each line's end trimmed."""
+    assert worker.stdout is not None
+    lines: list[str] = []
+    while True:
+        line = (await worker.stdout.readline()).decode()
+        if not line:
+            raise RuntimeError("the worker exited before it was ready:\n" + "".join(lines))
+        lines.append(line.rstrip())
+        if line.startswith("Ctrl-C stops the worker"):
+            return "\n".join(lines)
+
+
+Recipe = Callable[[Stage], Awaitable[str]]
+RECIPES: dict[str, Recipe] = {}
+
+
+def recipe(name: str) -> Callable[[Recipe], Recipe]:
+    """Register a block's recipe under the name its marker uses."""
+
+    def register(function: Recipe) -> Recipe:
+        RECIPES[name] = function
+        return function
+
+    return register
+
+
+@dataclass
+class Block:
+    """One generated block in a Markdown file: its recipe and where its text stands."""
+
+    path: Path
+    name: str
+    first: int
+    """Index of the block's first line of text (after the opening fence)."""
+    end: int
+    """Index of the closing fence."""
+
+
+def blocks_in(path: Path) -> list[Block]:
+    """The generated blocks of one Markdown file, each checked to be a fenced block."""
+    lines = path.read_text().splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        match = MARKER.match(line)
+        if not match:
+            continue
+        fence = lines[index + 1] if index + 1 < len(lines) else ""
+        if not fence.startswith("```"):
+            raise ValueError(f"{path.name}:{index + 1}: a generated marker must precede a fence")
+        end = next(i for i in range(index + 2, len(lines)) if lines[i].startswith("```"))
+        found.append(Block(path, match.group(1), index + 2, end))
+    return found
+
+
+def all_blocks() -> list[Block]:
+    """Every generated block in the README and docs/, each naming a known recipe."""
+    found = [block for path in DOCS for block in blocks_in(path)]
+    unknown = sorted({b.name for b in found} - RECIPES.keys())
+    if unknown:
+        raise ValueError(f"generated blocks name unknown recipes: {', '.join(unknown)}")
+    return found
+
+
+async def generate(names: set[str]) -> dict[str, str]:
+    """Each named recipe's text, from one stage (recipes run in the order they were registered,
+    so a later one may read a run an earlier one started)."""
+    texts: dict[str, str] = {}
+    async with stage() as here:
+        for name, function in RECIPES.items():
+            if name in names:
+                texts[name] = await function(here)
+    return texts
+
+
+def block_text(block: Block) -> str:
+    lines = block.path.read_text().splitlines()
+    return "\n".join(lines[block.first : block.end])
+
+
+def write(blocks: list[Block], texts: dict[str, str]) -> None:
+    """Put each block's fresh text in its file (from the last block up, so indexes hold)."""
+    for block in sorted(blocks, key=lambda b: (str(b.path), b.first), reverse=True):
+        lines = block.path.read_text().splitlines()
+        lines[block.first : block.end] = texts[block.name].splitlines()
+        block.path.write_text("\n".join(lines) + "\n")
+
+
+def stale(blocks: list[Block], texts: dict[str, str], root: Path = ROOT) -> list[str]:
+    """The blocks whose text differs from a fresh run's beyond what is volatile, each named by
+    its path below `root`, its line and its recipe."""
+    return [
+        f"{b.path.relative_to(root)}:{b.first}: {b.name}"
+        for b in blocks
+        if difference(b, texts[b.name])
+    ]
+
+
+# -- the recipes -------------------------------------------------------------------------------
+
+
+@recipe("quickstart-worker")
+async def quickstart_worker(here: Stage) -> str:
+    """What `make run` prints up to "Ctrl-C stops the worker" (the README's quick start)."""
+    return here.shown_as_default(here.worker_output)
+
+
+@recipe("worker-reuse")
+async def worker_reuse(here: Stage) -> str:
+    """A second `make run` while the first one's server is up: it says it reuses that server."""
+    async with make_run(here) as printed:
+        return here.shown_as_default(printed)
+
+
+DEMO_INPUT = '{"prompt": "What is 17 * 25?"}'
+
+
+@recipe("temporal-start")
+async def temporal_start(here: Stage) -> str:
+    return await here.sh(
+        "temporal workflow start --type AgentWorkflow --task-queue agents "
+        f"--workflow-id agent-demo-1 --input {shlex.quote(DEMO_INPUT)}"
+    )
+
+
+@recipe("temporal-result")
+async def temporal_result(here: Stage) -> str:
+    return await here.sh("temporal workflow result --workflow-id agent-demo-1")
+
+
+@recipe("temporal-status")
+async def temporal_status(here: Stage) -> str:
+    return await here.sh("temporal workflow query --workflow-id agent-demo-1 --type status")
+
+
+@recipe("temporal-show")
+async def temporal_show(here: Stage) -> str:
+    return await here.sh("temporal workflow show --workflow-id agent-demo-1")
+
+
+@recipe("temporal-metadata")
+async def temporal_metadata(here: Stage) -> str:
+    return await here.sh("temporal workflow metadata --workflow-id agent-demo-1")
+
+
+@recipe("agent-run")
+async def agent_run(here: Stage) -> str:
+    return await here.sh("agent run 'What is 17 * 25?' --id calc-1")
+
+
+@recipe("agent-run-no-wait")
+async def agent_run_no_wait(here: Stage) -> str:
+    started = await here.sh("agent run 'Write hello world to notes.txt' --id notes-1 --no-wait")
+    await here.sh("agent reject notes-1 '*' --reason 'only a docs example'")
+    return started
+
+
+@recipe("agent-run-exit-codes")
+async def agent_run_exit_codes(here: Stage) -> str:
+    """A run stopped at its limit (exit 2), then `--json`: progress on stderr, JSON on stdout."""
+    limited = await here.sh("agent run 'What is 17 * 25?' --max-iterations 1 --id calc-2")
+    code = f"$ echo $?\n{here.last_code}"
+    as_json = await here.sh("agent run 'What is 2 + 2?' --id calc-3 --json")
+    return f"{limited}\n{code}\n\n{as_json}"
+
+
+@recipe("agent-run-failed")
+async def agent_run_failed(here: Stage) -> str:
+    return await here.sh("agent run x --tool nope --id failed-1")
+
+
+@recipe("agent-run-piped")
+async def agent_run_piped(here: Stage) -> str:
+    """Approvals, a rejection and a reply answered on a pipe."""
+    edited = await here.sh(
+        'printf \'e\\n{"path": "plan-v2.txt", "content": "final plan"}\\n\' | '
+        "agent run 'Write hello world to notes.txt' --id notes-3 --by bob"
+    )
+    rejected = await here.sh(
+        "printf 'n\\nnot in this folder\\n' | "
+        "agent run 'Write hello world to notes.txt' --id notes-4 --by bob"
+    )
+    replied = await here.sh("echo 'I like blue' | agent run 'Ask me something' --id ask-1")
+    return f"{edited}\n\n{rejected}\n\n{replied}"
+
+
+async def agent_serve(here: Stage) -> None:
+    """`agent serve` with a token on the stage's API port, until the stage ends."""
+    server = await asyncio.create_subprocess_exec(
+        str(here.folder / ".venv" / "bin" / "agent"),
+        "serve",
+        "--port",
+        str(here.api_port),
+        cwd=here.folder,
+        env=here.env | {"TEMPORAL_ADDRESS": f"localhost:{here.port}", "AGENT_API_TOKEN": API_TOKEN},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+
+    async def stop() -> None:
+        server.terminate()
+        await server.wait()
+
+    here.services.push_async_callback(stop)
+    for _ in range(150):
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", here.api_port)
+            writer.close()
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError("agent serve did not listen within 15 s")
+
+
+async def waiting_call(here: Stage) -> str:
+    """`$ curl .../pending` once the demo's write waits (a reader looks again until it does)."""
+    for _ in range(100):
+        pending = await here.sh('curl -s $U/v1/runs/notes-2/pending -H "$H"')
+        if '"args_digest"' in pending:
+            return pending
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"nothing waits in notes-2: {pending}")
+
+
+def digest_of(pending_output: str) -> str:
+    """The `args_digest` in a `$ curl .../pending` excerpt's JSON line."""
+    match = re.search(r'"args_digest":"([0-9a-f]{64})"', pending_output)
+    if match is None:
+        raise ValueError(f"no args_digest in: {pending_output}")
+    return match.group(1)
+
+
+NOTES = '{"id": "notes-2", "prompt": "Write hello world to notes.txt"}'
+JSON = '-H "$H" -H "Content-Type: application/json"'
+CODE = '-w "  (HTTP %{http_code})"'
+
+
+@recipe("http-start")
+async def http_start(here: Stage) -> str:
+    """Start a run over HTTP, read what waits, two wrong decisions, the result too early; a
+    reader follows the events in another shell (`http-events`)."""
+    await agent_serve(here)
+    started = await here.sh(f"curl -s -X POST $U/v1/runs {JSON} -d '{NOTES}'")
+    here.background["events"] = asyncio.create_task(
+        here.sh('curl -s -N "$U/v1/runs/notes-2/events" -H "$H"')
+    )
+    pending = await waiting_call(here)
+    digest = digest_of(pending)
+    wrong_digest = await here.sh(
+        f"curl -s -X POST $U/v1/runs/notes-2/decisions {JSON} -d "
+        '\'{"call_id": "demo_call_1", "decision": "approve", "args_digest": "0000000000000000"}\' '
+        + CODE
+    )
+    wrong_call = await here.sh(
+        f"curl -s -X POST $U/v1/runs/notes-2/decisions {JSON} -d "
+        f'\'{{"call_id": "nope", "decision": "approve", "args_digest": "{digest}"}}\' ' + CODE
+    )
+    early = await here.sh(f'curl -s $U/v1/runs/notes-2/result -H "$H" {CODE}')
+    return "\n".join([started, pending, wrong_digest, wrong_call, early])
+
+
+@recipe("http-approve")
+async def http_approve(here: Stage) -> str:
+    """Approve with the digest, approve again, the result, resume the events, two refusals."""
+    pending = await here.sh('curl -s $U/v1/runs/notes-2/pending -H "$H"')
+    decision = (
+        f'{{"call_id": "demo_call_1", "decision": "approve", "args_digest": '
+        f'"{digest_of(pending)}", "by": "ann"}}'
+    )
+    approved = await here.sh(f"curl -s -X POST $U/v1/runs/notes-2/decisions {JSON} -d '{decision}'")
+    again = await here.sh(
+        f"curl -s -X POST $U/v1/runs/notes-2/decisions {JSON} -d '{decision}' {CODE}"
+    )
+    result = await here.sh('curl -s "$U/v1/runs/notes-2/result?wait=true" -H "$H"')
+    resumed = await here.sh('curl -s -N "$U/v1/runs/notes-2/events" -H "$H" -H "Last-Event-ID: 4"')
+    no_token = await here.sh(f"curl -s $U/v1/runs/notes-2 {CODE}")
+    invalid = await here.sh(
+        f"curl -s -X POST $U/v1/runs {JSON} -d "
+        '\'{"prompt": "hi", "max_iterations": "ten"}\' ' + CODE
+    )
+    return "\n".join([approved, again, result, resumed, no_token, invalid])
+
+
+@recipe("http-events")
+async def http_events(here: Stage) -> str:
+    """What the reader `http-start` started saw, from the run's start to its end."""
+    followed = await asyncio.wait_for(here.background.pop("events"), timeout=60)
+    return followed.split("\n", 1)[1]
+
+
+def difference(block: Block, text: str) -> str:
+    """A unified diff from the block's text to a fresh run's, both with what is volatile
+    masked: what `--check` and the test print for a stale block."""
+    lines = difflib.unified_diff(
+        volatile(block_text(block)).splitlines(keepends=True),
+        volatile(text).splitlines(keepends=True),
+        fromfile=f"{block.path.name} ({block.name})",
+        tofile="a fresh run",
+    )
+    return "".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite every generated block")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a block is stale")
+    args = parser.parse_args()
+    blocks = all_blocks()
+    texts = asyncio.run(generate({b.name for b in blocks}))
+    if args.write:
+        write(blocks, texts)
+        print(f"wrote {len(blocks)} generated blocks")
+        return
+    differing = stale(blocks, texts)
+    for block in blocks:
+        print(difference(block, texts[block.name]), end="")
+    for line in differing:
+        print(f"stale: {line}")
+    sys.exit(1 if differing else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The output the docs show is what a real run prints today (issue 31, item 17).
+
+Every block marked `<!-- generated: NAME -->` in the README and docs/ is run again here, for
+real (`scripts/doc_excerpts.py`: `worker.py` with its embedded dev server and the demo model,
+then `temporal`, `agent` and `curl` as a reader types them), and must match what the doc shows
+but for what changes from run to run. When it fails, `python -m scripts.doc_excerpts --write`
+brings the docs up to date; read the diff before committing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scripts import doc_excerpts
+from scripts.doc_excerpts import (
+    Block,
+    all_blocks,
+    blocks_in,
+    difference,
+    generate,
+    stale,
+    volatile,
+)
+
+NAMED_IN_THE_ISSUE = {
+    "quickstart-worker": "README.md",
+    "temporal-show": "README.md",
+    "agent-run": "docs/cli.md",
+    "agent-run-failed": "docs/cli.md",
+    "http-events": "docs/http-api.md",
+}
+"""The excerpts issue 31 found drifting, each generated in the doc that shows it."""
+
+
+async def test_every_generated_block_matches_a_fresh_run() -> None:
+    blocks = all_blocks()
+    texts = await generate({b.name for b in blocks})
+    diffs = [difference(b, texts[b.name]) for b in blocks]
+    assert stale(blocks, texts) == [], "\n".join(d for d in diffs if d)
+    # what the issue found stale now comes from the run: 86 tokens, the whole tool list,
+    # model_call_started in the stream, every event of the history
+    assert "86 tokens (60 prompt + 26 completion)" in texts["agent-run"]
+    assert "remember, recall, forget" in texts["agent-run-failed"]
+    assert "event: model_call_started" in texts["http-events"]
+    assert "WorkflowExecutionCompleted" in texts["temporal-show"]
+
+
+def test_the_drifted_excerpts_are_generated_where_the_issue_found_them() -> None:
+    where = {b.name: str(b.path.relative_to(doc_excerpts.ROOT)) for b in all_blocks()}
+    assert {name: where.get(name) for name in NAMED_IN_THE_ISSUE} == NAMED_IN_THE_ISSUE
+
+
+def test_a_changed_figure_is_stale_and_a_changed_clock_is_not(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "text\n<!-- generated: agent-run -->\n```text\n"
+        "done · 39 tokens · 2026-12-01T15:56:11.562563Z\n```\n"
+    )
+    [block] = blocks_in(doc)
+    assert block == Block(doc, "agent-run", 3, 4)
+    fresh = "done · 39 tokens · 2026-12-05T10:00:00Z"
+    assert stale([block], {"agent-run": fresh}, root=tmp_path) == []
+    changed = "done · 86 tokens · 2026-12-05T10:00:00Z"
+    assert stale([block], {"agent-run": changed}, root=tmp_path) == ["doc.md:3: agent-run"]
+
+
+def test_write_replaces_only_the_block(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("a\n<!-- generated: x -->\n```text\nold\nold\n```\nb\n")
+    doc_excerpts.write(blocks_in(doc), {"x": "new"})
+    assert doc.read_text() == "a\n<!-- generated: x -->\n```text\nnew\n```\nb\n"
+
+
+def test_a_marker_without_a_fence_is_an_error(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text("<!-- generated: x -->\nnot a fence\n")
+    with pytest.raises(ValueError, match="must precede a fence"):
+        blocks_in(doc)
+
+
+def test_volatile_masks_ids_clocks_and_process_numbers() -> None:
+    text = (
+        "2026-12-05 14:22:30,968 INFO started (process group 6812) "
+        "01a24695-4eca-7ea9-ba7a-59734cd32b77 at 2026-12-05T14:22:01.000417Z in 1.5 s"
+    )
+    assert volatile(text) == (
+        "<log time> INFO started (process group <pid>) <uuid> at <time> in <duration>"
+    )
