@@ -37,6 +37,7 @@ from activities.code_sandbox import run_script_step
 from activities.context_cache import ContextCache
 from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
+from activities.turn_forwarding import forward_to_turn
 from activities.worker_policy import worker_policy_activity
 from contracts.policy import WorkerPolicy
 from runtime.settings import AgentSettings
@@ -263,6 +264,7 @@ def build_workers(
             models.call_model,
             worker_policy_activity(policy or WorkerPolicy()),
             run_script_step,
+            forward_to_turn,
             *mcp_calls,
             *tool_activities(
                 by_queue.pop(task_queue, []), workspace, memory, catalog.large_payloads, keep

@@ -186,7 +186,12 @@ async def test_a_session_s_inline_turn_is_answered_at_the_session(
     assert answered.json()["steps"][0]["observation"] == '{"city": "Lyon"}'
 
 
-async def test_a_child_turn_is_answered_at_the_child_run(api: LiveApi, agent: AgentHarness) -> None:
+async def test_a_child_turn_is_answered_at_the_session_or_the_child_run(
+    api: LiveApi, agent: AgentHarness
+) -> None:
+    """The session hands a client tool's result to its child turn (`forward_to_turn`) and
+    answers what the turn answered (the pending request's command names the child run, whose
+    own id takes it too)."""
     agent.fake.enqueue(locate("c1"), fake.text("Lyon, from the child turn."))
     session = wid("client-child")
     started = await api.http.post(
@@ -198,10 +203,11 @@ async def test_a_child_turn_is_answered_at_the_child_run(api: LiveApi, agent: Ag
         request = await waiting_call(api, session)
         child = f"{session}/turn-1"
         assert f"--workflow-id {child} " in request["command"]
+        breaks = await answer(api, session, {"call_id": "c1", "result": 3})
+        assert breaks.status_code == 422  # the turn's refusal, through the session
+        assert "does not match its result_schema" in breaks.json()["error"]
         at_session = await answer(api, session, {"call_id": "c1", "result": {"city": "Lyon"}})
-        assert at_session.status_code == 404, at_session.text
-        assert f"send it to {child}" in at_session.json()["error"]
-        sent = await answer(api, child, {"call_id": "c1", "result": {"city": "Lyon"}})
-        assert sent.status_code == 200, sent.text
+        assert at_session.status_code == 200, at_session.text
+        assert at_session.json()["outcome"] == "answered"
         answered = await turn
     assert answered.json()["answer"] == "Lyon, from the child turn."

@@ -561,7 +561,7 @@ class AgentLoop:
         """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
         self._apply("reply", ReplySignal, raw, self._gate.reply, RequestKind.QUESTION)
 
-    def decide(self, raw: Any) -> HumanDecision:
+    async def decide(self, raw: Any) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
@@ -583,7 +583,7 @@ class AgentLoop:
         except approvals.DecisionRefused as error:
             refuse(str(error), DECISION_REFUSED)
 
-    def tool_result(self, raw: Any) -> HumanDecision:
+    async def tool_result(self, raw: Any) -> HumanDecision:
         """`{"call_id", "result"}` or `{"call_id", "error"}`: a client tool's answer."""
         decision = record_tool_result(self._gate, self._client_tools(), raw, check_only=False)
         assert decision is not None
@@ -598,7 +598,7 @@ class AgentLoop:
         specs = self._params.client_tools if self._params is not None else None
         return {s.name: s for s in specs or []}
 
-    def edit_plan(self, raw: Any) -> HumanDecision:
+    async def edit_plan(self, raw: Any) -> HumanDecision:
         """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
         approval and approve it; refused (nothing enters history) if malformed or if no plan
         waits."""

@@ -7,7 +7,10 @@ the update `tool_result` a call of a client-side tool;
 `edit_plan` replaces a plan waiting for approval; `steer` (signal or update) adds a message for
 the model's next call; `child_pending` is a sub-agent reporting its own pending calls. Each
 takes its payload raw (`workflows.refusals`): a signal that cannot apply is logged and ignored,
-an update that cannot apply is refused by its validator, so nothing enters history.
+an update that cannot apply is refused by its validator, so nothing enters history. The
+updates are async: a session hands them to its child turn through an activity
+(`SessionPeople`); a run's own loop answers them at once, with no await, as a plain handler
+would (the same commands, so recorded runs replay unchanged).
 
 Adding a handler people use is one edit here (and its method in `People`'s implementations:
 `AgentLoop`, and the session's `SessionPeople`, which hands it to the running turn).
@@ -40,15 +43,15 @@ class People(Protocol):
 
     async def steer_signal(self, raw: Any) -> None: ...
 
-    def decide(self, raw: Any) -> HumanDecision: ...
+    async def decide(self, raw: Any) -> HumanDecision: ...
 
     def validate_decide(self, raw: Any) -> None: ...
 
-    def tool_result(self, raw: Any) -> HumanDecision: ...
+    async def tool_result(self, raw: Any) -> HumanDecision: ...
 
     def validate_tool_result(self, raw: Any) -> None: ...
 
-    def edit_plan(self, raw: Any) -> HumanDecision: ...
+    async def edit_plan(self, raw: Any) -> HumanDecision: ...
 
     def validate_edit_plan(self, raw: Any) -> None: ...
 
@@ -90,10 +93,10 @@ class PeopleHandlers:
         await self.people.steer_signal(raw)
 
     @workflow.update(name="decide")
-    def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
+    async def decide(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
-        return self.people.decide(raw)
+        return await self.people.decide(raw)
 
     @decide.validator
     def validate_decide(self, raw: RawValue = NO_INPUT) -> None:
@@ -101,10 +104,10 @@ class PeopleHandlers:
         self.people.validate_decide(raw)
 
     @workflow.update(name=CLIENT_TOOL_RESULT_UPDATE)
-    def tool_result(self, raw: RawValue = NO_INPUT) -> HumanDecision:
+    async def tool_result(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """`{"call_id", "result"}` or `{"call_id", "error"}`: the answer to a client tool call
         (`client_tools`); returns the recorded answer."""
-        return self.people.tool_result(raw)
+        return await self.people.tool_result(raw)
 
     @tool_result.validator
     def validate_tool_result(self, raw: RawValue = NO_INPUT) -> None:
@@ -113,10 +116,10 @@ class PeopleHandlers:
         self.people.validate_tool_result(raw)
 
     @workflow.update(name="edit_plan")
-    def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:
+    async def edit_plan(self, raw: RawValue = NO_INPUT) -> HumanDecision:
         """`{"steps": [{"goal": "...", "tools"?: [...]}], "by"?}`: replace the plan waiting for
         approval and approve it."""
-        return self.people.edit_plan(raw)
+        return await self.people.edit_plan(raw)
 
     @edit_plan.validator
     def validate_edit_plan(self, raw: RawValue = NO_INPUT) -> None:

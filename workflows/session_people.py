@@ -1,16 +1,23 @@
 """`SessionPeople`: what people send a session's running turn (the `People` of a session).
 
-A turn inside the session (`InlineTurn`) takes each signal and update in its own loop; a turn
-that is its own child run gets each signal forwarded to it, and is named where an update cannot
-be forwarded (`decide`, `edit_plan`: workflows cannot send updates), so the refusal says where
-to send it. With no turn running, a signal is logged and ignored and an update refused.
+A turn inside the session (`InlineTurn`) takes each signal and update in its own loop. A turn
+that is its own child run (`<session>/turn-<n>`) gets each signal forwarded to it by a signal
+(`SignalExternalWorkflowExecutionInitiated` in the session's history), and each update
+(`decide`, `edit_plan`, `tool_result`) through the `forward_to_turn` activity, since workflows
+cannot send updates: the session's update answers what the turn answered, its decision or its
+refusal with the turn's reason, and the session's history holds the update and the activity
+that forwarded it. Someone driving with the Temporal CLI needs only the session's id. With no
+turn running, a signal is logged and ignored and an update refused.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Protocol
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from contracts.agent_status import AgentStatus
@@ -19,21 +26,29 @@ with workflow.unsafe.imports_passed_through():
         ALL_PENDING,
         DECISION_REFUSED,
         ApproveSignal,
+        DecideUpdate,
         HumanDecision,
         PendingRequest,
     )
+    from contracts.client_tools import CLIENT_TOOL_REFUSED
     from contracts.errors import STEER_REFUSED
     from contracts.messages import SteerMessage
     from contracts.request_kind import RequestKind
     from contracts.session import RunningTurn
+    from contracts.turn_forwarding import FORWARD_TO_TURN_ACTIVITY, ForwardedName, ForwardedUpdate
     from loop.approvals import bound_approvals
     from workflows.agent_loop import AgentLoop
     from workflows.inline_turn import InlineTurn
-    from workflows.refusals import parse_or_ignore, parse_or_refuse, refuse
+    from workflows.refusals import BadInput, parse_or_ignore, parse_or_refuse, read_payload, refuse
 
 BOUND_TURN_APPROVALS_PATCH = "bound-turn-approvals"
 """Sessions recorded before approvals for a child turn were bound to what they showed replay
 forwarding the approval as it came."""
+
+FORWARD_TIMEOUT = timedelta(seconds=30)
+"""How long one attempt to hand an update to the child turn may take (the turn answers at once
+when its worker is up)."""
+FORWARD_RETRY = RetryPolicy(maximum_attempts=3)
 
 
 class SessionTurns(Protocol):
@@ -77,26 +92,48 @@ class SessionPeople:
             return
         await turn.agent.child_pending(raw)
 
-    def decide(self, raw: Any) -> HumanDecision:
-        """An inline turn's `decide`; a child turn takes it at its own id, which its pending
-        requests name."""
-        return self._inline_loop().decide(raw)
+    async def decide(self, raw: Any) -> HumanDecision:
+        """The running turn's `decide`: an inline turn's loop takes it, a child turn gets it
+        (bound to the digest shown here, as a forwarded approval is)."""
+        loop = self._inline_loop()
+        if loop is not None:
+            return await loop.decide(raw)
+        update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
+        return await self._forward_update("decide", self._bound_decision(update), DECISION_REFUSED)
 
     def validate_decide(self, raw: Any) -> None:
-        self._inline_loop().validate_decide(raw)
+        loop = self._inline_loop()
+        if loop is not None:
+            return loop.validate_decide(raw)
+        self._child_turn_or_refuse(DECISION_REFUSED)
+        parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
 
-    def tool_result(self, raw: Any) -> HumanDecision:
-        """An inline turn's client tool result; a child turn takes it at its own id."""
-        return self._inline_loop().tool_result(raw)
+    async def tool_result(self, raw: Any) -> HumanDecision:
+        """The running turn's client tool result (an inline turn's loop, or the child turn)."""
+        loop = self._inline_loop()
+        if loop is not None:
+            return await loop.tool_result(raw)
+        payload = self._child_turn_input(raw, CLIENT_TOOL_REFUSED)
+        return await self._forward_update("tool_result", payload, CLIENT_TOOL_REFUSED)
 
     def validate_tool_result(self, raw: Any) -> None:
-        self._inline_loop().validate_tool_result(raw)
+        loop = self._inline_loop()
+        if loop is not None:
+            return loop.validate_tool_result(raw)
+        self._child_turn_input(raw, CLIENT_TOOL_REFUSED)
 
-    def edit_plan(self, raw: Any) -> HumanDecision:
-        return self._inline_loop().edit_plan(raw)
+    async def edit_plan(self, raw: Any) -> HumanDecision:
+        loop = self._inline_loop()
+        if loop is not None:
+            return await loop.edit_plan(raw)
+        payload = self._child_turn_input(raw, DECISION_REFUSED)
+        return await self._forward_update("edit_plan", payload, DECISION_REFUSED)
 
     def validate_edit_plan(self, raw: Any) -> None:
-        self._inline_loop().validate_edit_plan(raw)
+        loop = self._inline_loop()
+        if loop is not None:
+            return loop.validate_edit_plan(raw)
+        self._child_turn_input(raw, DECISION_REFUSED)
 
     async def steer(self, raw: Any) -> str:
         """Steer the running turn; returns where the turn runs."""
@@ -116,8 +153,13 @@ class SessionPeople:
             turn.agent.validate_steer(raw)
 
     def turn_status(self) -> AgentStatus:
-        """The running inline turn's `status`."""
-        return self._inline_loop().status()
+        """The running inline turn's `status`; a child turn's is at its own id."""
+        loop = self._inline_loop()
+        if loop is None:
+            running = self._session.running_turn
+            where = f": query {running.workflow_id}" if running is not None else ""
+            refuse(f"no turn is running inside the session{where}", DECISION_REFUSED)
+        return loop.status()
 
     def pending(self) -> list[PendingRequest]:
         """The running turn's pending requests; their commands name where the turn runs (the
@@ -130,14 +172,65 @@ class SessionPeople:
             refuse("no turn is running: send a message instead", STEER_REFUSED)
         return running
 
-    def _inline_loop(self) -> AgentLoop:
-        """The running inline turn's loop, or a refusal that says where a child turn takes it."""
+    def _inline_loop(self) -> AgentLoop | None:
+        """The running inline turn's loop; None when no turn runs inside the session."""
         turn = self._session.inline_turn
-        if turn is None:
-            running = self._session.running_turn
-            where = f": send it to {running.workflow_id}" if running is not None else ""
-            refuse(f"no turn is running inside the session{where}", DECISION_REFUSED)
-        return turn.agent
+        return turn.agent if turn is not None else None
+
+    def _child_turn_or_refuse(self, error_type: str) -> RunningTurn:
+        """The running child turn (called when no turn runs inline), or a refusal."""
+        running = self._session.running_turn
+        if running is None:
+            refuse("no turn is running in the session", error_type)
+        return running
+
+    def _child_turn_input(self, raw: Any, error_type: str) -> Any:
+        """An update's input for the running child turn, as JSON (the turn reads and checks
+        it as its own), or a refusal: no turn runs, or the input is not JSON."""
+        self._child_turn_or_refuse(error_type)
+        try:
+            return read_payload(raw, max_bytes=None)  # bounded by Temporal; the turn checks it
+        except BadInput as error:
+            refuse(f"invalid input: {error}", error_type)
+
+    def _bound_decision(self, update: DecideUpdate) -> dict[str, Any]:
+        """A `decide` for the child turn; an approval is bound to the digest of the arguments
+        shown here when the person gave none (the turn refuses it if its real call differs), as
+        a forwarded `approve` signal is."""
+        shown = {r.call_id: r.args_digest for r in self._session.running_turn_pending}
+        digest = update.args_digest
+        if digest is None and update.decision == "approve":
+            digest = shown.get(update.call_id)
+        return update.model_copy(update={"args_digest": digest}).model_dump(exclude_none=True)
+
+    async def _forward_update(
+        self, name: ForwardedName, payload: Any, error_type: str
+    ) -> HumanDecision:
+        """Hand update `name` to the running child turn (`forward_to_turn`) and answer what the
+        turn answered: its decision, or its refusal (message and type) as this update's."""
+        running = self._child_turn_or_refuse(error_type)
+        info = workflow.current_update_info()
+        own_id = info.id if info is not None and info.id else str(workflow.uuid4())
+        request = ForwardedUpdate(
+            workflow_id=running.workflow_id,
+            update=name,
+            update_id=f"{workflow.info().workflow_id}/{own_id}",
+            payload=payload,
+        )
+        try:
+            return await workflow.execute_activity(
+                FORWARD_TO_TURN_ACTIVITY,
+                request,
+                result_type=HumanDecision,
+                start_to_close_timeout=FORWARD_TIMEOUT,
+                retry_policy=FORWARD_RETRY,
+                summary=f"{name} → {running.workflow_id}",
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError):
+                refuse(cause.message, cause.type or error_type)
+            refuse(f"the turn {running.workflow_id} could not be reached: {cause}", error_type)
 
     async def _forward(self, name: str, raw: Any) -> None:
         """Hand a signal to the running turn: the inline turn's loop, or the child run."""
