@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from contracts.request_kind import RequestKind
 from contracts.stop_reason import StopReason
@@ -227,13 +227,31 @@ class RunFinished(EventBase):
     answer: str | None = None
 
 
+RunOutcome = Literal["failed", "cancelled", "terminated", "timed_out"]
+"""How a run that did not finish ended (`RunFailed.outcome`)."""
+
+
 class RunFailed(EventBase):
-    """The run (or a session's turn) failed or was cancelled: no `run_finished` follows."""
+    """The run (or a session's turn) failed, was cancelled, terminated or timed out: no
+    `run_finished` follows."""
 
     type: Literal["run_failed"] = "run_failed"
     error: str
     error_type: str | None = None
     cancelled: bool = False
+    outcome: RunOutcome | None = None
+    """How it ended; read from `cancelled` when the publisher did not say (the run's own
+    workflow says `failed` or `cancelled`; only a reader says `terminated` or `timed_out`)."""
+    synthesized: bool = False
+    """Not published by the run: its reader (`runtime.event_stream.follow_events`, `agent
+    serve`'s feeds) made it from the workflow's close status, because the run closed without a
+    final event of its own (a terminated or timed-out run cannot publish)."""
+
+    @model_validator(mode="after")
+    def _named_outcome(self) -> RunFailed:
+        if self.outcome is None:
+            self.outcome = "cancelled" if self.cancelled else "failed"
+        return self
 
 
 class TurnStarted(EventBase):
@@ -314,6 +332,14 @@ at `SESSION_TERMINAL_EVENT_TYPES`."""
 
 SESSION_TERMINAL_EVENT_TYPES = frozenset({"session_ended"})
 """Event types after which a session's stream has nothing more."""
+
+ACTIVITY_EVENT_TYPES = frozenset(
+    {"model_call_started", "text_delta", "reasoning_delta", "tool_progress"}
+)
+"""The only event types a run takes from its stream's publish signal (what its own activities
+publish, `activities/activity_events.py`), and only about a model or tool call it is running
+(`workflows.run_events.PublishGuard`); every other event on a run's stream is published by its
+workflow code. An activity that publishes a new type must add it here."""
 
 CHILD_TURN_EVENT_TYPES = frozenset({"turn_started", "turn_moved"})
 """A session's events that may name the child run whose stream carries the turn's events

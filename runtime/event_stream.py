@@ -4,34 +4,55 @@ application with a Temporal client of its own).
 - `follow_events(client, workflow_id, after=N)`: every event after offset N (all of them
   without `after`), live, as typed `AgentEvent`s with `offset` filled in; it follows
   continue-as-new, and ends when the workflow has closed and its last events are read, or
-  after an event whose type is in `stop_at`.
+  after an event whose type is in `stop_at`. A workflow that closed without its own final
+  event (terminated, timed out, or failed before it could say so) ends with a `run_failed`
+  made from its close status, marked `synthesized` (`closing_event`).
 - `read_events(client, workflow_id, after=N)`: the events retained now, at once (a query: it
   adds nothing to the run's history, and works on a closed run while its history is kept).
 
 Offsets are the stream's: each event's position, counted from 0 across continue-as-new.
 Resuming after the last offset a client holds (`Last-Event-ID`) gives every later event once.
 
-Cost: `follow_events` long-polls with an update, and each update's completion records the
-events it returns in the run's history again. Hold ONE follower per run and fan out behind it
-(as `agent serve` does); use `read_events` for a look that must cost nothing.
+Cost: both read through the stream's poll *query*, which records nothing in the workflow's
+history. (The stream's own subscription, `WorkflowStreamClient.subscribe`, long-polls with an
+update whose completion records the events it returns again, and each poll shows in the Web
+UI's timeline: two short session turns followed that way left 96 events in the session's
+history, mostly polls; docs/events.md has the figures.) A follower looks `POLL_COOLDOWN` after
+a look that found events and backs off to `IDLE_POLL` while the run is quiet; `agent serve`
+holds ONE follower per run and fans it out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Collection
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowHandle
-from temporalio.common import RawValue
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryRejectedError,
+)
+from temporalio.common import QueryRejectCondition
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
+from temporalio.contrib.workflow_streams import PollInput, PollResult
 from temporalio.contrib.workflow_streams._types import _decode_payload
 from temporalio.converter import PayloadConverter
 
-from contracts.events import AGENT_EVENT, EVENTS_TOPIC, AgentEvent
+from contracts.events import (
+    AGENT_EVENT,
+    EVENTS_TOPIC,
+    SESSION_TERMINAL_EVENT_TYPES,
+    TERMINAL_EVENT_TYPES,
+    AgentEvent,
+    RunFailed,
+    RunOutcome,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +60,11 @@ POLL_QUERY = "__temporal_workflow_stream_poll"
 OFFSET_QUERY = "__temporal_workflow_stream_offset"
 """The stream's query for the offset the next event will have (the events so far)."""
 POLL_COOLDOWN = timedelta(milliseconds=100)
-"""The least time between two polls of a follower that has caught up."""
+"""The time between two looks of a follower while events come."""
+IDLE_POLL = timedelta(milliseconds=800)
+"""The longest time between two looks of a follower while nothing comes (the wait doubles
+from `POLL_COOLDOWN` with each empty look)."""
+SESSION_WORKFLOW_TYPE = "SessionWorkflow"
 
 
 def as_event(data: Any, offset: int) -> AgentEvent | None:
@@ -65,27 +90,135 @@ async def follow_events(
     after: int | None = None,
     stop_at: Collection[str] = (),
     poll_cooldown: timedelta = POLL_COOLDOWN,
+    idle_poll: timedelta = IDLE_POLL,
 ) -> AsyncIterator[AgentEvent]:
-    """The events of `workflow_id` after offset `after`, live (see the module docstring)."""
-    stream = WorkflowStreamClient.create(client, workflow_id)
+    """The events of `workflow_id` after offset `after`, live (see the module docstring).
+
+    Read with the stream's poll query, `poll_cooldown` after a look that found events, the wait
+    doubling up to `idle_poll` while nothing comes: nothing is recorded in the workflow's
+    history. An offset past the stream's end waits for that offset. When the workflow has
+    closed (the last run of its continue-as-new chain) and its last events are read, a run
+    that published no final event gets one made from its close status (`closing_event`)."""
+    handle = client.get_workflow_handle(workflow_id)
     converter = client.data_converter.payload_converter
-    async for item in stream.subscribe(
-        [EVENTS_TOPIC],
-        from_offset=first_offset(after),
-        poll_cooldown=poll_cooldown,
-        result_type=RawValue,  # decoded here: an item that does not decode is skipped
-    ):
+    position = first_offset(after)
+    wait = poll_cooldown
+    last: AgentEvent | None = None
+    while True:
         try:
-            data = converter.from_payload(item.data.payload)
-        except Exception:
-            logger.debug("skipping stream item %d: it does not decode", item.offset)
-            continue
-        event = as_event(data, item.offset)
-        if event is None:
-            continue
-        yield event
-        if event.type in stop_at:
+            events, next_offset = await read_handle_events(
+                handle,
+                after=position - 1 if position > 0 else None,
+                payload_converter=converter,
+                open_only=True,
+            )
+        except WorkflowQueryRejectedError as closed:
+            if closed.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                continue  # (the next run is there already: the handle names no run)
+            async for event in _drain_closed(client, workflow_id, position, last, stop_at):
+                yield event
             return
+        for event in events:
+            assert event.offset is not None
+            position = event.offset + 1
+            last = event
+            yield event
+            if event.type in stop_at:
+                return
+        position = max(position, next_offset)
+        wait = poll_cooldown if events else min(wait * 2, idle_poll)
+        await asyncio.sleep(wait.total_seconds())
+
+
+async def _drain_closed(
+    client: Client,
+    workflow_id: str,
+    position: int,
+    last: AgentEvent | None,
+    stop_at: Collection[str],
+) -> AsyncIterator[AgentEvent]:
+    """A closed workflow's events from `position` (a query on the closed run), then the final
+    event it did not publish, if any."""
+    handle = client.get_workflow_handle(workflow_id)
+    converter = client.data_converter.payload_converter
+    while True:
+        events, next_offset = await read_handle_events(
+            handle, after=position - 1 if position > 0 else None, payload_converter=converter
+        )
+        for event in events:
+            assert event.offset is not None
+            position = event.offset + 1
+            last = event
+            yield event
+            if event.type in stop_at:
+                return
+        if next_offset <= position:
+            break
+        position = next_offset
+    final = await closing_event(client, workflow_id, last, max(position, next_offset))
+    if final is not None:
+        yield final
+
+
+CLOSE_OUTCOMES: dict[WorkflowExecutionStatus, RunOutcome] = {
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TERMINATED: "terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "timed_out",
+}
+"""The close statuses of a workflow that did not finish, as a `run_failed` names them."""
+
+
+def ends_stream(event: AgentEvent | None, workflow_type: str) -> bool:
+    """Whether `event`, the last of a closed workflow's stream, is that workflow's own final
+    event: `session_ended` for a session, `run_finished` / `run_failed` for a run."""
+    if event is None:
+        return False
+    if workflow_type == SESSION_WORKFLOW_TYPE:
+        return event.type in SESSION_TERMINAL_EVENT_TYPES
+    return event.type in TERMINAL_EVENT_TYPES
+
+
+async def closing_event(
+    client: Client, workflow_id: str, last: AgentEvent | None, offset: int
+) -> RunFailed | None:
+    """The `run_failed` (`synthesized`, at `offset`: the stream's end) of a closed workflow
+    that did not fail, cancel, get terminated or time out after publishing its own final event
+    (`last` is the last event of its stream); None when it did, or when it completed."""
+    handle = client.get_workflow_handle(workflow_id)
+    description = await handle.describe()
+    status = description.status
+    outcome = CLOSE_OUTCOMES.get(status) if status is not None else None
+    if status is None or outcome is None or ends_stream(last, description.workflow_type):
+        return None
+    error = f"the run was {outcome.replace('_', ' ')}"
+    try:
+        await handle.result(follow_runs=False)
+    except WorkflowFailureError as failure:
+        cause = failure.cause
+        detail = getattr(cause, "message", "") or str(cause)
+        if detail and detail not in error:
+            error = f"{error}: {detail}"
+    except Exception as problem:  # (the reason is only a detail)
+        logger.debug("the close of %s could not be read: %s", workflow_id, problem)
+    return RunFailed(
+        workflow_id=workflow_id,
+        at=description.close_time or datetime.now(UTC),
+        offset=offset,
+        error=error,
+        error_type=status.name,
+        cancelled=outcome == "cancelled",
+        outcome=outcome,
+        synthesized=True,
+    )
+
+
+async def stream_end(client: Client, workflow_id: str) -> int:
+    """The offset the stream's next event will have (how many it has had): a query, on an open
+    or a closed workflow."""
+    handle = client.get_workflow_handle(workflow_id)
+    end: int = await handle.query(OFFSET_QUERY, result_type=int)
+    return end
 
 
 async def read_events(
@@ -105,13 +238,16 @@ async def read_handle_events(
     *,
     after: int | None = None,
     payload_converter: PayloadConverter = pydantic_data_converter.payload_converter,
+    open_only: bool = False,
 ) -> tuple[list[AgentEvent], int]:
     """`read_events` through a handle the caller holds (the CLI's): the stream's items are
-    encoded by the payload converter alone (the codec runs on the whole answer)."""
+    encoded by the payload converter alone (the codec runs on the whole answer). With
+    `open_only`, a closed workflow is not read: `WorkflowQueryRejectedError` names its status."""
     result = await handle.query(
         POLL_QUERY,
         PollInput(topics=[EVENTS_TOPIC], from_offset=first_offset(after)),
         result_type=PollResult,
+        reject_condition=QueryRejectCondition.NOT_OPEN if open_only else None,
     )
     events = []
     for wire in result.items:

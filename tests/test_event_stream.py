@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 
 from activities.context_cache import ContextCache
@@ -32,6 +33,7 @@ from contracts.agent_result import AgentResult
 from contracts.agent_status import AgentStatus
 from contracts.events import (
     AGENT_EVENT,
+    EVENTS_TOPIC,
     SESSION_TERMINAL_EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
     AgentEvent,
@@ -115,6 +117,18 @@ async def collect(agent: AgentHarness, workflow_id: str, **kwargs: Any) -> list[
             agent.client, workflow_id, stop_at=kwargs.pop("stop_at", TERMINAL_EVENT_TYPES), **kwargs
         )
     ]
+
+
+async def updates_subscriber(agent: AgentHarness, workflow_id: str) -> list[Any]:
+    """What an application's own `WorkflowStreamClient.subscribe` reads (its polls are updates:
+    they are in the run's history), up to the run's final event."""
+    items = []
+    stream = WorkflowStreamClient.create(agent.client, workflow_id)
+    async for item in stream.subscribe([EVENTS_TOPIC]):
+        items.append(item.data)
+        if item.data.get("type") in TERMINAL_EVENT_TYPES:
+            break
+    return items
 
 
 def index(events: list[AgentEvent], type_: str, call_id: str | None = None) -> int:
@@ -368,9 +382,11 @@ async def test_a_streamed_run_replays_without_nondeterminism(streamed: AgentHarn
     )
     handle = await streamed.start({"prompt": "write r", "tools": ["write_file"]})
     following = asyncio.create_task(collect(streamed, handle.id))
+    subscribed = asyncio.create_task(updates_subscriber(streamed, handle.id))
     await wait_for_pending(handle)
     await handle.signal("approve", {"call_id": "w1"})
     await following
+    await subscribed
     await handle.result()
     history = await handle.fetch_history()
     names = {e.workflow_execution_signaled_event_attributes.signal_name for e in history.events} | {

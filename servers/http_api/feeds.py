@@ -33,15 +33,13 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
 from temporalio.client import Client
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from contracts.events import (
     CHILD_TURN_EVENT_TYPES,
-    EVENTS_TOPIC,
     TERMINAL_EVENT_TYPES,
     AgentEvent,
 )
-from runtime.event_stream import as_event, first_offset, read_handle_events
+from runtime.event_stream import first_offset, follow_events, read_handle_events, stream_end
 
 log = logging.getLogger("servers.http_api.feeds")
 
@@ -136,12 +134,9 @@ class Feed:
                 await self._task
 
     async def _pump(self) -> None:
-        stream = WorkflowStreamClient.create(self.client, self.workflow_id)
         try:
-            async for item in stream.subscribe([EVENTS_TOPIC], from_offset=self.base):
-                event = as_event(item.data, item.offset)
-                if event is not None:
-                    self._add(event)
+            async for event in follow_events(self.client, self.workflow_id, after=self.base - 1):
+                self._add(event)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -216,9 +211,16 @@ class Feeds:
         """The workflow's events from offset `start`, through its one feed."""
         feed = self._feeds.get(workflow_id)
         if feed is None or (feed.done and feed.error is not None):
-            feed = Feed(self.client, workflow_id, base=start, max_buffer=self.max_buffer)
-            self._feeds[workflow_id] = feed
-            feed.start()
+            # The feed starts where this reader does, but never past the stream's end: a
+            # reader that asks for a later offset waits for it in the feed, and decides
+            # nothing about what the others get.
+            end = await stream_end(self.client, workflow_id)
+            feed = self._feeds.get(workflow_id)
+            if feed is None or (feed.done and feed.error is not None):
+                base = min(start, end)
+                feed = Feed(self.client, workflow_id, base=base, max_buffer=self.max_buffer)
+                self._feeds[workflow_id] = feed
+                feed.start()
         feed.readers += 1
         try:
             async for event in feed.read(start):

@@ -19,11 +19,30 @@ from servers.http_api.feeds import Feeds, Resume
 PING_SECONDS = 15
 
 
+MAX_EVENT_ID_CHARS = 41
+"""The longest `Last-Event-ID` read (`N/M`, each at most 20 digits): a longer one is a 400
+(Python refuses to read an integer of more than 4,300 digits, which was a 500)."""
+
+
+def event_id_text(last_event_id: str) -> str:
+    """The `Last-Event-ID` header, stripped; a 400 naming it when it is too long to be one."""
+    text = last_event_id.strip()
+    if len(text) > MAX_EVENT_ID_CHARS:
+        raise ApiError(
+            400,
+            f"invalid Last-Event-ID: {len(text)} characters, where an event id has at most "
+            f"{MAX_EVENT_ID_CHARS}",
+            fields=[{"field": "Last-Event-ID", "message": "too long"}],
+        )
+    return text
+
+
 def resume_offset(last_event_id: str | None, after: int | None) -> int:
     """The first offset to send: after `Last-Event-ID` (when given), else after `?after=N`,
-    else from the start. A `Last-Event-ID` that is not an offset is a 422 naming it."""
+    else from the start. A `Last-Event-ID` that is not an offset is a 422 naming it (a 400
+    when it is too long to be one)."""
     if last_event_id is not None and last_event_id.strip():
-        text = last_event_id.strip()
+        text = event_id_text(last_event_id)
         if not text.isdigit():
             raise ApiError(
                 422,
@@ -36,9 +55,10 @@ def resume_offset(last_event_id: str | None, after: int | None) -> int:
 
 def session_resume(last_event_id: str | None, after: int | None) -> Resume:
     """Where a session's stream resumes: after `Last-Event-ID` (an offset, or `N/M` inside a
-    child turn), else after `?after=N`, else from the start; a 422 naming a bad id."""
+    child turn), else after `?after=N`, else from the start; a 422 naming a bad id (a 400 when
+    it is too long to be one)."""
     if last_event_id is not None and last_event_id.strip():
-        text = last_event_id.strip()
+        text = event_id_text(last_event_id)
         resume = Resume.parse(text)
         if resume is None:
             raise ApiError(
