@@ -14,8 +14,9 @@ with the remembered earlier turns as `history`:
 
 Approvals, questions, steering and plan edits work as in a one-shot run, through the same
 handlers (`workflows.people.PeopleHandlers`): the session hands `approve` / `reject` / `reply`
-/ `steer` (and, for inline turns, `decide` / `edit_plan`) to the running turn
-(`SessionPeople`) and lists its pending requests; `cancel_turn` stops the running turn only.
+/ `steer` and the updates `decide` / `edit_plan` / `tool_result` to the running turn, inline or
+child (`SessionPeople`: a child turn's updates through the `forward_to_turn` activity), and lists
+its pending requests; `cancel_turn` stops the running turn only.
 
 The session's event stream (`RunEvents`, carried across continue-as-new) carries
 `turn_started` and `turn_finished` for every turn, an inline turn's own events between them
