@@ -25,6 +25,7 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import (
     Interceptor,
+    PatchActivationInput,
     PollerBehaviorSimpleMaximum,
     Replayer,
     Worker,
@@ -46,6 +47,8 @@ from tools.definition import Tool
 from tools.memory_store import MemoryStore
 from workflows.agent_workflow import AgentWorkflow
 from workflows.input_guard import InputCountGuard
+from workflows.refusals import LARGE_PAYLOADS_PATCH
+from workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
 from workflows.session_workflow import SessionWorkflow
 from workflows.worker_catalog import CatalogInterceptor
 
@@ -168,6 +171,27 @@ def workflow_interceptors(catalog: Catalog) -> list[Interceptor]:
     return [InputCountGuard(), CatalogInterceptor(catalog)]
 
 
+def configured_patches(catalog: Catalog) -> dict[str, bool]:
+    """The patches whose first answer in a new run depends on the worker's configuration:
+    keep the agent search attributes (its server has them), take the raised payload limits
+    (it stores large payloads outside history)."""
+    return {
+        SEARCH_ATTRIBUTES_PATCH: catalog.search_attributes,
+        LARGE_PAYLOADS_PATCH: catalog.large_payloads,
+    }
+
+
+def patch_activation(catalog: Catalog) -> Callable[[PatchActivationInput], bool]:
+    """The worker's `patch_activation_callback`: how a new run first answers
+    `workflow.patched` (every other patch: yes, as without a callback). The SDK asks it only
+    on a live task, for a patch the run has not answered yet; the answer is then kept (a yes
+    as a marker in history), and replay, on any worker or a plain `Replayer`, reads it from
+    the history. This is how workflow code asks `patched` unconditionally while the worker's
+    configuration decides new runs (tests/test_replay_configurations.py)."""
+    configured = configured_patches(catalog)
+    return lambda asked: configured.get(asked.patch_id, True)
+
+
 def build_replayer(catalog: Catalog = CATALOG, **options: Any) -> Replayer:
     """A `Replayer` of this application's workflows as `build_workers` runs them: the same
     interceptors and catalog, the pydantic data converter (`options` go to `Replayer`)."""
@@ -243,6 +267,7 @@ def build_workers(
             # More payloads than a handler takes fail the run or are refused, never the task.
             interceptors=workflow_interceptors(catalog),
             deployment_config=deployment,
+            patch_activation_callback=patch_activation(catalog),
             **options,
         )
 

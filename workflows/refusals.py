@@ -13,8 +13,9 @@ sender sent none) and reads it here, so nothing the SDK could fail to decode rea
 
 More payloads than one are refused before any handler runs (`workflows.input_guard`).
 
-How big a value may be depends on the worker: with a payload store the raised limits of
-`contracts.payload_limits` apply (`limits_context`, behind `LARGE_PAYLOADS_PATCH`).
+How big a value may be is decided once per run and kept in its history: where its worker stores
+payloads outside history, the raised limits of `contracts.payload_limits` apply
+(`limits_context`, `LARGE_PAYLOADS_PATCH`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts.payload_limits import TODAY, limits_context_of
     from loop.input_shape import shape_problem
     from loop.validation_errors import describe_validation_error
-    from workflows.worker_catalog import worker_catalog
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -51,11 +51,13 @@ LARGE_PAYLOADS_PATCH = "large-payloads"
 
 
 def raised_limits() -> bool:
-    """Whether a value over today's limits may use the raised ones: this worker stores large
-    payloads outside history (its catalog says so), and the run takes the rule. Asked only for
-    such a value (through `limits_context`), so runs recorded before replay as they ran. Not
-    from an update validator: it cannot record the patch."""
-    return worker_catalog().large_payloads and workflow.patched(LARGE_PAYLOADS_PATCH)
+    """Whether a value over today's limits may use the raised ones: decided once per run, at
+    its first such value (asked only then, through `limits_context`, so runs recorded before
+    replay as they ran), and kept in its history by `LARGE_PAYLOADS_PATCH`. A new run's answer
+    comes from its worker (`runtime.workers.patch_activation`: yes where it stores large
+    payloads outside history, `Catalog.large_payloads`); on replay the history answers, on
+    any worker. Not from an update validator: it cannot record the patch."""
+    return workflow.patched(LARGE_PAYLOADS_PATCH)
 
 
 def limits_context() -> dict[str, Any]:
