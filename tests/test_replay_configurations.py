@@ -16,11 +16,18 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowHistory
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistory,
+)
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
+from contracts.payload_limits import TODAY
 from runtime import search_attributes
 from runtime.workers import build_replayer
 from testkit.eventually import eventually
@@ -32,6 +39,7 @@ from tests.hitl_support import wait_for_pending
 from tests.scripted_model import ScriptedChatModel
 from tools.catalog import Catalog
 from workflows.agent_workflow import AgentWorkflow
+from workflows.refusals import LARGE_PAYLOADS_PATCH
 from workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
 from workflows.session_workflow import SessionWorkflow
 
@@ -230,3 +238,32 @@ async def runs_of(client: Client, workflow_id: str) -> Any:
     runs = [r async for r in client.list_workflows(query)]
     for run in sorted(runs, key=lambda r: r.start_time):
         yield await client.get_workflow_handle(workflow_id, run_id=run.run_id).fetch_history()
+
+
+async def test_raised_payload_limits_are_read_from_history_not_the_worker(
+    temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A prompt over today's limit: taken where the worker stores large payloads (the run
+    records `large-payloads`), refused where it does not; each history replays on a worker
+    configured the other way, and on a plain `Replayer`."""
+    client = temporal_env.client
+    prompt = "x" * (TODAY.text_chars + 1)
+    model = ScriptedChatModel(default_model=FAKE_MODEL)
+    model.enqueue(sm.text("read it"))
+    async with AsyncExitStack() as stack:
+        stored = TEST_CATALOG.with_large_payloads()
+        queue = await started_workers(stack, client, model, tmp_path, catalog=stored)
+        taken = await run_once(client, queue, prompt)
+        queue = await started_workers(stack, client, model, tmp_path, catalog=TEST_CATALOG)
+        refused = await client.start_workflow(
+            "AgentWorkflow", {"prompt": prompt}, id=f"cfg-{uuid.uuid4()}", task_queue=queue
+        )
+        with pytest.raises(WorkflowFailureError):
+            await refused.result()
+    taken_history = await taken.fetch_history()
+    assert any(LARGE_PAYLOADS_PATCH in m for m in markers(taken_history))
+    refused_history = await refused.fetch_history()
+    assert not any(LARGE_PAYLOADS_PATCH in m for m in markers(refused_history))
+    for history in (taken_history, refused_history):
+        for replayer in (plain_replayer(), build_replayer(TEST_CATALOG), build_replayer(FLIPPED)):
+            assert await replay_failure(history, replayer) is None
