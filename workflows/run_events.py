@@ -22,11 +22,26 @@ import json
 from typing import Any, TypeVar
 
 from temporalio import workflow
-from temporalio.contrib.workflow_streams import WorkflowStream, WorkflowStreamState
+from temporalio.contrib.workflow_streams import (
+    PublishInput,
+    WorkflowStream,
+    WorkflowStreamState,
+)
+from temporalio.contrib.workflow_streams._types import _decode_payload
 
 with workflow.unsafe.imports_passed_through():
-    from contracts.events import EVENTS_TOPIC, EventBase
+    from contracts.events import (
+        ACTIVITY_EVENT_TYPES,
+        AGENT_EVENT,
+        EVENTS_TOPIC,
+        EventBase,
+        ModelCallFinished,
+        ModelCallStarted,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
     from contracts.stream_state import read_stream_state
+    from workflows.input_guard import STREAM_PUBLISH_SIGNAL
     from workflows.refusals import read_payload
 
 E = TypeVar("E", bound=EventBase)
@@ -73,12 +88,85 @@ def handlers_finished_but_polls() -> bool:
     return not signals and all(h.name == POLL_HANDLER for h in updates.values())
 
 
-class RunEvents:
-    """Publishes events for one run or one session turn (`turn`) on a workflow's stream."""
+class PublishGuard:
+    """What a run takes from its stream's publish signal: only events its own activities
+    publish (`ACTIVITY_EVENT_TYPES`: a model call's retried start and its text, a tool's
+    progress), for this workflow, about a model call or a tool call the workflow has started and
+    not yet finished. Anything else (a forged `approval_requested` or `run_finished`, text for
+    a call that is not running, another topic) is refused: logged, and never in the stream.
 
-    def __init__(self, stream: WorkflowStream | None, turn: int | None = None) -> None:
+    Anyone who can signal a run can send the signal; what they cannot do is make the run's
+    workflow publish: every other event comes from workflow code, which appends to the stream
+    without a signal. A publisher token handed to the activities would not help: an activity's
+    input is in the run's history, readable by whoever can signal it. (Publishing is no
+    command and adds no history event, so refusing an item changes nothing on replay.)"""
+
+    def __init__(self) -> None:
+        self._publish = workflow.get_signal_handler(STREAM_PUBLISH_SIGNAL)
+        self._model_calls: set[tuple[int, str]] = set()
+        self._tool_calls: set[str] = set()
+        workflow.set_signal_handler(STREAM_PUBLISH_SIGNAL, self.on_publish)
+
+    def saw(self, event: EventBase) -> None:
+        """The workflow published `event`: a call it names starts or ends."""
+        if isinstance(event, ModelCallStarted):
+            self._model_calls.add((event.model_call, event.purpose))
+        elif isinstance(event, ModelCallFinished):
+            self._model_calls.discard((event.model_call, event.purpose))
+        elif isinstance(event, ToolCallStarted) and event.call_id is not None:
+            self._tool_calls.add(event.call_id)
+        elif isinstance(event, ToolCallFinished) and event.call_id is not None:
+            self._tool_calls.discard(event.call_id)
+
+    def on_publish(self, batch: PublishInput) -> None:
+        """The stream's publish signal: the batch's admitted items go to the stream's own
+        handler (de-duplicated there by publisher and sequence); the rest are logged."""
+        kept = [entry for entry in batch.items if self._admits(entry.topic, entry.data)]
+        if len(kept) < len(batch.items):
+            workflow.logger.warning(
+                "%d of %d stream items from publisher %r refused: not an event this run's "
+                "activities publish about a call that is running",
+                len(batch.items) - len(kept),
+                len(batch.items),
+                batch.publisher_id,
+            )
+        if kept and self._publish is not None:
+            batch.items = kept
+            self._publish(batch)
+
+    def _admits(self, topic: str, data: str) -> bool:
+        if topic != EVENTS_TOPIC:
+            return False
+        try:
+            value = workflow.payload_converter().from_payload(_decode_payload(data))
+            event = AGENT_EVENT.validate_python(value)
+        except Exception:
+            return False
+        if event.type not in ACTIVITY_EVENT_TYPES:
+            return False
+        if event.workflow_id != workflow.info().workflow_id:
+            return False
+        model_call = getattr(event, "model_call", None)
+        if model_call is not None:
+            return (model_call, getattr(event, "purpose", "turn")) in self._model_calls
+        return event.call_id is not None and event.call_id in self._tool_calls
+
+
+class RunEvents:
+    """Publishes events for one run or one session turn (`turn`) on a workflow's stream, and
+    guards what the stream takes from its publish signal (`PublishGuard`)."""
+
+    def __init__(
+        self,
+        stream: WorkflowStream | None,
+        turn: int | None = None,
+        guard: PublishGuard | None = None,
+    ) -> None:
         self._stream = stream
         self._topic = stream.topic(EVENTS_TOPIC) if stream is not None else None
+        if guard is None and stream is not None:
+            guard = PublishGuard()  # (in `@workflow.init`, where the stream is built)
+        self._guard = guard
         self.turn = turn
         """The session turn the events carry (None: not a session's turn)."""
         self._progress: dict[str, tuple[str, float | None]] = {}
@@ -92,7 +180,7 @@ class RunEvents:
 
     def for_turn(self, turn: int | None) -> RunEvents:
         """The same stream, for a session's turn `turn`."""
-        return RunEvents(self._stream, turn)
+        return RunEvents(self._stream, turn, self._guard)
 
     def emit(self, kind: type[E], /, **fields: Any) -> None:
         """Publish one event of `kind`; `workflow_id`, `at` (workflow time) and `turn` are
@@ -103,7 +191,10 @@ class RunEvents:
             fields.setdefault("workflow_id", workflow.info().workflow_id)
             fields.setdefault("at", workflow.now())
             fields.setdefault("turn", self.turn)
-            self._topic.publish(kind(**fields))
+            event = kind(**fields)
+            self._topic.publish(event)
+            if self._guard is not None:
+                self._guard.saw(event)
         except Exception as error:  # an event never fails a run (or its workflow task)
             workflow.logger.warning("event %s not published: %s", kind.__name__, error)
 
