@@ -167,13 +167,6 @@ async def serve(settings: AgentSettings) -> None:
             path=settings.memory_database_path,
         )
         log.info("long-term memory (remember, recall, forget): %s", memory.description)
-        affinity = settings.cache_affinity_with(embedded_dev_server=server is not None)
-        if not affinity and settings.cache_affinity is None:
-            log.info(
-                "cache affinity off: the embedded dev server dispatches activities eagerly, "
-                "which keeps a run's model calls on this worker (AGENT_CACHE_AFFINITY=true "
-                "turns it on)"
-            )
         workers = build_workers(
             client,
             task_queue=settings.task_queue,
@@ -184,7 +177,7 @@ async def serve(settings: AgentSettings) -> None:
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),
             mcp=mcp,
             memory=memory,
-            tuning=WorkerTuning(cache_affinity=affinity),
+            tuning=WorkerTuning(cache_affinity=settings.cache_affinity),
             deployment=deployment_config(settings),
             large_payloads=store.on,
         )

@@ -111,6 +111,11 @@ class ContextCache:
             oldest, _ = self._entries.popitem(last=False)
             self._chars.pop(oldest, None)
 
+    def clear(self) -> None:
+        """Forget every conversation (what the cache of a restarted worker holds)."""
+        self._entries.clear()
+        self._chars.clear()
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -8,6 +8,7 @@ import time
 from temporalio import activity
 
 from activities.activity_events import ModelCallEvents
+from activities.cache_affinity import CacheAffinity, EagerDispatch, named_reply
 from activities.chat_model import ChatModel
 from activities.context_cache import ContextCache
 from activities.heartbeat import with_heartbeats
@@ -27,15 +28,20 @@ class ModelActivities:
         cache: ContextCache | None = None,
         worker_queue: str | None = None,
         identity: str | None = None,
+        affinity: CacheAffinity = "on",
     ):
         self._model = model
         self._heartbeat_every = heartbeat_every_seconds
         self.cache = cache if cache is not None else ContextCache()
         self.worker_queue = worker_queue
-        """This worker's own task queue (cache affinity): every reply names it."""
+        """This worker's own task queue (cache affinity), which it polls: every reply names it."""
         self.identity = worker_queue or identity
         """What names this worker in replies and kept outputs: its queue, or without affinity
         a name of the same form that no one polls (`ModelReply.answered_by`)."""
+        self.affinity: CacheAffinity = affinity if worker_queue is not None else "off"
+        """Whether replies ask for the next call on this worker's queue (`named_reply`)."""
+        self.dispatch = EagerDispatch()
+        """Whether this worker's server dispatches its activities eagerly, as seen so far."""
 
     def keep_output(self, ref: str, content: str) -> str | None:
         """Keep a tool call's output for the run's next model call, if the output is long
@@ -59,6 +65,9 @@ class ModelActivities:
         and reasoning in batches (`activities.activity_events`); publishing never fails it.
         """
         cached = request.context is not None  # the reply names where the cache now holds it
+        info = activity.info()
+        if info.attempt == 1 and info.task_queue != self.worker_queue:  # (never eager there)
+            self.dispatch.observe(info.current_attempt_scheduled_time, info.started_time)
         if request.context is not None:
             resolved = self.cache.resolve(request.context, request.tools)
             if resolved is None:
@@ -66,13 +75,15 @@ class ModelActivities:
                     "context cache miss for %s: asking the workflow for the whole conversation",
                     request.context.key,
                 )
-                return ModelReply(model=request.model or "", context_cache_miss=True)
+                return ModelReply(
+                    model=request.model or "", context_cache_miss=True, answered_by=self.identity
+                )
             request = request.model_copy(
                 update={"messages": resolved.messages, "tools": resolved.tools, "context": None}
             )
         model = request.model or self._model.default_model
         started = time.monotonic()
-        progress = ModelProgress(model=model, attempt=activity.info().attempt)
+        progress = ModelProgress(model=model, attempt=info.attempt)
         if request.events is None:
             reply = await self._complete(request, ProgressBoard(progress))
         else:
@@ -108,10 +119,8 @@ class ModelActivities:
                 }
             },
         )
-        if self.worker_queue is not None and cached:
-            reply = reply.model_copy(update={"worker_queue": self.worker_queue})
-        elif self.identity is not None and cached:
-            reply = reply.model_copy(update={"answered_by": self.identity})
+        if cached:
+            reply = named_reply(reply, self.identity, self.affinity, self.dispatch)
         return reply
 
     async def _complete(self, request: ModelRequest, board: ProgressBoard) -> ModelReply:

@@ -95,6 +95,12 @@ class CachedConversation(BaseModel):
     `ModelReply.answered_by`): the tool outputs it keeps may be named in the next delta
     (`loop.kept_outputs`), since a worker that holds the conversation is the one that can
     answer it."""
+    missed: bool = false_omitted()
+    """A delta of this conversation sent to the shared queue reached a worker other than its
+    holder (a context-cache miss there): the shared queue does not bring the conversation back
+    to the worker that holds it (no eager dispatch, several workers, a restarted worker), so
+    from then on its deltas go to the holder's own queue when the holder polls one
+    (`ModelReply.routable`; `loop.cache_affinity`). Carried with the conversation."""
 
     def forget(self) -> None:
         """After a failed call the workflow cannot know what the worker holds: start over."""
@@ -154,11 +160,18 @@ class ModelReply(BaseModel):
     asked. The workflow resends the whole conversation (an expected event, not a failure)."""
     worker_queue: str | None = none_omitted()
     """The worker-specific task queue of the worker that answered, whose context cache now holds
-    the conversation (None: a worker without cache affinity)."""
+    the conversation, when the worker asks for the run's next delta there: its affinity is on,
+    or its server was seen not to dispatch activities eagerly (`activities.cache_affinity`).
+    None: the shared queue, unless the run has missed (`answered_by`, `routable`)."""
     answered_by: str | None = none_omitted()
-    """A worker without cache affinity names itself here instead (the name of a queue it does
-    not poll): nothing is routed to it, but the tool outputs it keeps may be named in the next
-    delta, which a server that dispatches eagerly (a dev server) hands to the same worker."""
+    """The worker names itself here when it does not ask for the next call (`worker_queue`
+    unset): the tool outputs it keeps may be named in the next delta, which a server that
+    dispatches eagerly (a dev server) hands to the same worker. A context-cache miss names the
+    worker that missed here too, so the run can tell a miss elsewhere from its holder's own."""
+    routable: bool = false_omitted()
+    """`answered_by` is a queue the worker polls for `call_model` (cache affinity on demand,
+    `AGENT_CACHE_AFFINITY=auto`): a run whose deltas have missed elsewhere sends them there
+    (`CachedConversation.missed`). False: a worker with affinity off, whose name no one polls."""
     deltas_sent: bool = default_omitted(True)
     """False: the reply came before its first batch of text deltas went, and none was sent
     (`activities.activity_events.ModelCallEvents.quiet`); the workflow's `model_call_finished`

@@ -40,6 +40,7 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from activities.cache_affinity import CacheAffinity
 from runtime.payload_keys import (
     DEFAULT_KEY_ID,
     PAYLOAD_KEY_ENV,
@@ -53,6 +54,8 @@ from runtime.providers import ProvidersError, ProviderSettings, parse_providers
 DEFAULT_TASK_QUEUE = "agents"
 DEFAULT_NAMESPACE = "default"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+AFFINITY_WORDS = {w: "on" for w in ("true", "1", "yes")} | {w: "off" for w in ("false", "0", "no")}
+"""How `AGENT_CACHE_AFFINITY` may also say on and off."""
 TEMPORAL_ENV_PREFIX = "TEMPORAL_"
 
 _SOURCE: ContextVar[Mapping[str, str] | None] = ContextVar("agent_settings_source", default=None)
@@ -105,6 +108,7 @@ class AgentSettings(BaseSettings):
     | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
     | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
     | MODEL_STREAMING | `false`: never stream replies from the model server | true |
+    | MODEL_TOOL_CALLING | `prompted`: tools in the prompt, calls read from the text | native |
     | MODEL_PROVIDERS | JSON: providers runs name as `provider/model` (runtime/providers) | unset |
     | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
     | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
@@ -119,13 +123,13 @@ class AgentSettings(BaseSettings):
     | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
     | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
     | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
-    | AGENT_CACHE_AFFINITY | a worker-specific queue for model calls (`true`/`false`) | * |
+    | AGENT_CACHE_AFFINITY | model calls to the worker caching the run: `auto`/`on`/`off` | auto |
     | AGENT_DEPLOYMENT_NAME / AGENT_BUILD_ID | join this Worker Deployment version (both) | unset |
     | AGENT_PAYLOAD_STORE | `file:<dir>`, `s3://<bucket>`, `off`: big payloads out of history | * |
 
     (*) The payload store: `file:.temporal/payloads` when no server is configured (a local dev
-    server), else off. Cache affinity: off when the worker starts its own embedded dev server,
-    else on (`cache_affinity_with`).
+    server), else off. Cache affinity `auto` decides from what the worker and its runs observe
+    (`loop.cache_affinity`); `on`/`true` and `off`/`false` override it.
     docs/fleet.md: cache affinity, Worker Versioning, the payload store.
     | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
     | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
@@ -156,6 +160,9 @@ class AgentSettings(BaseSettings):
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
     model: str | None = _env("MODEL", default=None)
     model_streaming: bool = _env("MODEL_STREAMING", default=True)
+    model_tool_calling: Literal["native", "prompted"] = _env(
+        "MODEL_TOOL_CALLING", default="native"
+    )
     model_providers: SecretStr | None = _env("MODEL_PROVIDERS", default=None)
     model_providers_file: Path | None = _env("MODEL_PROVIDERS_FILE", default=None)
     # -- the worker
@@ -170,8 +177,8 @@ class AgentSettings(BaseSettings):
     memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
-    cache_affinity: bool | None = _env("AGENT_CACHE_AFFINITY", default=None)
-    """None: decided by the server (`cache_affinity_with`)."""
+    cache_affinity: CacheAffinity = _env("AGENT_CACHE_AFFINITY", default="auto")
+    """`WorkerTuning.cache_affinity`; `true`/`false` (and 1/0, yes/no) read as on/off."""
     # -- Worker Versioning (docs/fleet.md): both set, or neither
     deployment_name: str | None = _env("AGENT_DEPLOYMENT_NAME", default=None)
     build_id: str | None = _env("AGENT_BUILD_ID", default=None)
@@ -304,6 +311,14 @@ class AgentSettings(BaseSettings):
             )
         return self
 
+    @field_validator("cache_affinity", mode="before")
+    @classmethod
+    def _affinity_words(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return AFFINITY_WORDS.get(value, value)
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _known_level(cls, value: Any) -> Any:
@@ -323,17 +338,6 @@ class AgentSettings(BaseSettings):
     @property
     def uses_demo_model(self) -> bool:
         return self.openai_api_key is None
-
-    def cache_affinity_with(self, *, embedded_dev_server: bool) -> bool:
-        """Whether model calls go to this worker's own queue (`WorkerTuning.cache_affinity`):
-        `AGENT_CACHE_AFFINITY` when set; unset, on except against the dev server this worker
-        started itself. A dev server dispatches activities eagerly, which already keeps a run's
-        model calls on the worker that holds its conversation; a call on a worker-specific
-        queue cannot be dispatched eagerly and waits for the server's transfer queue instead,
-        about 50 ms a model call there (docs/fleet.md)."""
-        if self.cache_affinity is not None:
-            return self.cache_affinity
-        return not embedded_dev_server
 
     @property
     def payload_key_bytes(self) -> bytes | None:

@@ -33,6 +33,7 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.cache_affinity import CacheAffinity
 from activities.chat_model import ChatModel
 from activities.code_sandbox import run_script_step
 from activities.context_cache import ContextCache
@@ -82,9 +83,12 @@ class WorkerTuning:
       fleet here, the server (docs/fleet.md), so the default keeps the sandbox.
     - `eager_activities`: ask the server to hand an activity scheduled by a workflow task
       straight back to this worker (used only when the server allows it).
-    - `cache_affinity`: a second worker on a task queue of this process alone runs
-      `call_model` too, and every model reply names that queue, so a run's next model call
-      goes to the worker whose context cache holds its conversation (docs/fleet.md).
+    - `cache_affinity`: `auto` (default) or `on`: a second worker on a task queue of this
+      process alone runs `call_model` too, and every model reply names that queue, so a run's
+      next model call can go to the worker whose context cache holds its conversation. `on`
+      sends it there always; `auto` only once the worker saw its server dispatch without
+      eagerness or the run saw a call miss on another worker (docs/fleet.md,
+      `loop.cache_affinity`); `off` polls no queue of its own. True and False mean on and off.
     """
 
     max_cached_workflows: int = 1000
@@ -94,7 +98,17 @@ class WorkerTuning:
     activity_task_pollers: int | None = None
     sandbox: Literal["passthrough", "default", "off"] = "passthrough"
     eager_activities: bool = True
-    cache_affinity: bool = True
+    cache_affinity: CacheAffinity | bool = "auto"
+
+    @property
+    def affinity(self) -> CacheAffinity:
+        """`cache_affinity` as auto, on or off."""
+        value = self.cache_affinity
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        if value not in ("auto", "on", "off"):
+            raise ValueError(f"cache_affinity must be auto, on or off, got {value!r}")
+        return value
 
     def worker_options(self) -> dict[str, Any]:
         """Keyword arguments of `Worker` for these settings (`cache_affinity` is not one)."""
@@ -280,8 +294,11 @@ def build_workers(
     for item in catalog.tools.all():
         by_queue[item.options.task_queue or task_queue].append(item)
     identity = worker_queue_name(task_queue)
-    own_queue = identity if tuning.cache_affinity else None
-    models = ModelActivities(model, cache=context_cache, worker_queue=own_queue, identity=identity)
+    affinity = tuning.affinity
+    own_queue = identity if affinity != "off" else None
+    models = ModelActivities(
+        model, cache=context_cache, worker_queue=own_queue, identity=identity, affinity=affinity
+    )
     keep = models.keep_output
     main = worker(
         task_queue,

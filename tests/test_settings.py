@@ -105,20 +105,26 @@ def test_defaults_and_parsing_from_an_explicit_mapping(monkeypatch: pytest.Monke
 
 
 @pytest.mark.parametrize(
-    ("value", "embedded", "affinity"),
+    ("value", "affinity"),
     [
-        (None, True, False),  # the worker's own dev server dispatches eagerly: no need, a tick
-        (None, False, True),  # any other server: a fleet may need it
-        ("true", True, True),
-        ("false", False, False),
+        (None, "auto"),  # decided from what the worker and its runs observe
+        ("auto", "auto"),
+        ("on", "on"),
+        ("true", "on"),
+        ("OFF", "off"),
+        ("false", "off"),
     ],
 )
-def test_cache_affinity_follows_the_setting_else_the_server(
-    value: str | None, embedded: bool, affinity: bool
+def test_cache_affinity_is_auto_unless_the_setting_overrides_it(
+    value: str | None, affinity: str
 ) -> None:
     env = {} if value is None else {"AGENT_CACHE_AFFINITY": value}
-    settings = AgentSettings.from_env(env)
-    assert settings.cache_affinity_with(embedded_dev_server=embedded) is affinity
+    assert AgentSettings.from_env(env).cache_affinity == affinity
+
+
+def test_an_unknown_cache_affinity_is_refused() -> None:
+    with pytest.raises(SettingsError, match="AGENT_CACHE_AFFINITY"):
+        AgentSettings.from_env({"AGENT_CACHE_AFFINITY": "sometimes"})
 
 
 def test_invalid_values_are_named_and_never_echoed() -> None:

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from contracts.scratchpad import Scratchpad
     from loop.budgets import NoPrice, cost_of, price_for
+    from loop.cache_affinity import affinity_queue, missed_elsewhere, reply_worker
     from loop.context_plan import SummaryDue, plan_context
     from loop.context_reuse import (
         conversation_digest,
@@ -312,6 +313,24 @@ class ModelGateway:
         queue = self._conversation.worker_queue
         return queue if request.context is not None else None
 
+    def _note_worker(self, delta: ContextDelta, reply: ModelReply) -> None:
+        """What a reply to a delta says about where the conversation is (`loop.cache_affinity`):
+        a delta taken by a worker other than the holder marks the run as missed; an answer makes
+        its worker the holder and sets the queue of the next delta.
+
+        No patch: the queue comes from recorded replies, and a reply recorded before affinity
+        was decided this way is neither `routable` nor names a missing worker, so it routes as
+        it did (`worker_queue` kept when a reply names none); replay compares an activity's
+        type and id, not its task queue."""
+        held = self._conversation
+        held.missed = held.missed or missed_elsewhere(delta.held, reply, held.holder)
+        if reply.context_cache_miss:
+            return
+        queue = affinity_queue(reply, held.missed)
+        if queue is not None or reply.routable:
+            held.worker_queue = queue
+        held.holder = reply_worker(reply)
+
     def _announced(self, request: ModelRequest, model: str | None) -> bool:
         """Publish the call's `model_call_started` (attempt 1) from the workflow, where the run
         has a stream; whether it was published. (No patch: publishing is no command, and no
@@ -386,12 +405,10 @@ class ModelGateway:
                     type=MODEL_CALL_FAILED,
                     non_retryable=True,
                 ) from error
+            if request.context is not None:
+                self._note_worker(request.context, reply)
             if reply.context_cache_miss:
                 return None
-            if request.context is not None:
-                if reply.worker_queue is not None:
-                    self._conversation.worker_queue = reply.worker_queue
-                self._conversation.holder = reply.worker_queue or reply.answered_by
             return self._answer(request, reply, started, failures)
         raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
 
