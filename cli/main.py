@@ -29,7 +29,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from cli import chat, commands, decisions, steering
+from cli import chat, commands, decisions, replay, steering
 from cli.connection import Target, explain_rpc, with_payload_stores
 from cli.errors import CLI_ERROR, DETACHED, CliError
 from cli.evaluation import command as evaluation
@@ -208,6 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     a2a_gateway.add_arguments(a2a)
     serve = command("serve", http_serve.serve, "serve the HTTP API, AG-UI and the web console")
     http_serve.add_arguments(serve)
+    replay_cmd = command(
+        "replay", replay.replay, "replay run histories against this code (files or downloaded)"
+    )
+    replay.add_arguments(replay_cmd)
     return parser
 
 
