@@ -12,7 +12,7 @@ import argparse
 import sys
 from typing import Any
 
-from runtime.temporal_client import DEFAULT_ADDRESS
+from runtime.settings import AgentSettings
 from servers.http_serving import SHUTDOWN_GRACE_SECONDS
 
 DEFAULT_HOST = "127.0.0.1"
@@ -36,11 +36,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def default_web_ui(address: str, ui_port: int) -> str | None:
-    """The local dev server's Web UI when the server is the local one, else None."""
-    host = address.rsplit(":", 1)[0]
-    local = address == DEFAULT_ADDRESS or host in ("localhost", "127.0.0.1")
-    return f"http://localhost:{ui_port}" if local else None
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+UI_PORT_OFFSET = 1000
+"""`temporal server start-dev` serves its Web UI on its port + 1000 unless told `--ui-port`."""
+
+
+def default_web_ui(address: str, settings: AgentSettings) -> str | None:
+    """The Web UI of the Temporal server at `address`, found from the settings the worker uses
+    (`runtime/settings.py`), or None for a server that is not on this machine:
+
+    - the worker's own dev server (`address` on `TEMPORAL_DEV_PORT`): `TEMPORAL_DEV_UI_PORT`,
+      the port the worker gave it (`worker.py`);
+    - another local server: its port + 1000, where `temporal server start-dev` puts it.
+
+    `--web-ui URL` (or `AGENT_WEB_UI_URL`) names any other (Temporal Cloud, a shared server)."""
+    host, _, port_text = address.rpartition(":")
+    if host.strip("[]").lower() not in LOCAL_HOSTS:
+        return None
+    port = int(port_text) if port_text.isdigit() else settings.dev_server_port
+    ui_port = (
+        settings.dev_server_ui_port if port == settings.dev_server_port else port + UI_PORT_OFFSET
+    )
+    return f"http://localhost:{ui_port}"
 
 
 async def serve(args: argparse.Namespace, ctx: Any) -> int:
@@ -58,8 +75,7 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
             namespace=target.namespace,
             task_queue=target.task_queue,
             cors_origins=tuple(args.cors_origin or ()),
-            web_ui_url=args.web_ui
-            or default_web_ui(target.address, target.settings.dev_server_ui_port),
+            web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
         )
         check_bind(args.host, config)
     except ConfigError as error:
@@ -77,10 +93,11 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
         )
     )
     auth = "bearer token required" if config.token else "no token: loopback only"
+    web_ui = config.web_ui_url or "none (--web-ui URL)"
     print(
         f"agent serve: http://{args.host}:{args.port}/ (console), /v1 (API), /agui (AG-UI), "
         f"/openapi.json · Temporal {target.address} namespace {target.namespace} · task queue "
-        f"{target.task_queue} · {auth}",
+        f"{target.task_queue} · Web UI {web_ui} · {auth}",
         file=sys.stderr,
         flush=True,
     )

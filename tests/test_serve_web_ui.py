@@ -1,0 +1,115 @@
+"""Where `agent serve`'s console links runs (issue 31, item 9): the Web UI of the Temporal server
+it serves, found from the settings the worker uses (`TEMPORAL_DEV_PORT`,
+`TEMPORAL_DEV_UI_PORT`), not a fixed port 8233. Through the real `agent serve` process against
+a real dev server whose Web UI is on another port, as in the trial (17233 / 18233)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from runtime.dev_server import DevServer, is_listening
+from runtime.settings import AgentSettings
+from servers.http_api.serve import UI_PORT_OFFSET, default_web_ui
+from testkit.crash_tools import free_port
+from testkit.eventually import eventually
+
+
+def port_pair() -> int:
+    """A free port whose port + 1000 is free too (the dev server's default for its UI)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + UI_PORT_OFFSET))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free pair of ports")
+
+
+@pytest.fixture(scope="module")
+async def dev_server() -> AsyncIterator[DevServer]:
+    """The worker's embedded dev server, started as `worker.py` starts it with
+    `TEMPORAL_DEV_PORT=P TEMPORAL_DEV_UI_PORT=P+1000`."""
+    port = port_pair()
+    with tempfile.TemporaryDirectory(prefix="serve-ui-") as tmp:
+        server = await asyncio.to_thread(
+            DevServer.start, db_file=Path(tmp) / "t.db", port=port, ui_port=port + UI_PORT_OFFSET
+        )
+        try:
+            await eventually(lambda: is_listening("127.0.0.1", server.ui_port), what="the Web UI")
+            yield server
+        finally:
+            server.stop()
+
+
+async def served_web_ui(args: list[str], env: dict[str, str]) -> str | None:
+    """`agent serve ARGS` in a process of its own: the Web UI its console links to
+    (`/v1/info`)."""
+    port = free_port()
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "AGENT_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), *args],
+        env={**environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+
+            async def info() -> dict[str, str | None]:
+                assert process.poll() is None, process.stderr and process.stderr.read()
+                response = await http.get("/v1/info")
+                assert response.status_code == 200, response.text
+                body: dict[str, str | None] = response.json()
+                return body
+
+            found = await eventually(
+                info,
+                what="agent serve to answer",
+                timeout=60,
+                retry_on=(AssertionError, httpx.HTTPError),
+            )
+            return found["web_ui_url"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+async def answers(url: str) -> int:
+    async with httpx.AsyncClient(timeout=10) as http:
+        return (await http.get(url)).status_code
+
+
+async def test_serve_links_the_worker_s_web_ui(dev_server: DevServer) -> None:
+    """With the worker's settings, and with no more than the server's address (the trial:
+    `agent serve` without `TEMPORAL_DEV_UI_PORT` linked port 8233, where nothing listened)."""
+    same_settings = {
+        "TEMPORAL_ADDRESS": dev_server.address,
+        "TEMPORAL_DEV_PORT": str(dev_server.port),
+        "TEMPORAL_DEV_UI_PORT": str(dev_server.ui_port),
+    }
+    for args, env in (([], same_settings), (["--address", dev_server.address], {})):
+        url = await served_web_ui(args, env)
+        assert url == dev_server.ui_url, (args, env)
+        assert await answers(url) == 200  # the Web UI is really there
+
+
+def test_the_web_ui_follows_the_settings() -> None:
+    settings = AgentSettings.from_env(
+        {"TEMPORAL_DEV_PORT": "17233", "TEMPORAL_DEV_UI_PORT": "9000"}
+    )
+    assert default_web_ui("localhost:17233", settings) == "http://localhost:9000"
+    assert default_web_ui("127.0.0.1:7233", settings) == "http://localhost:8233"
+    assert default_web_ui("temporal.example:7233", settings) is None
+    assert default_web_ui("localhost:7233", AgentSettings.from_env({})) == "http://localhost:8233"
