@@ -17,7 +17,14 @@ from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
 from contracts.request_kind import RequestKind
 from contracts.usage import TokenUsage
-from loop.review_display import escape_text, hidden_warning, prompt_text, show_call, terminal_lines
+from loop.review_display import (
+    escape_text,
+    hidden_warning,
+    prompt_text,
+    repeat_flag,
+    show_call,
+    terminal_lines,
+)
 from loop.summaries import shorten
 
 MARKERS = {"ok": "✓", "error": "✗", "rejected": "⊘"}
@@ -94,11 +101,13 @@ def pending_block(
     call = show_call(request.tool, request.args, full=full)
     expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
     waits = f"waits for approval (call {escape_text(request.call_id)}{expires})"
+    repeat = repeat_flag(request)
+    repeated = [f"{ARGS_INDENT}{repeat}"] if repeat else []
     if call.compact is not None:
         warning = hidden_warning(call.hidden)
         lines = [f"  ? {call.tool} {call.compact} {waits}"]
-        return lines + ([f"{ARGS_INDENT}{warning}"] if warning else [])
-    lines = [f"  ? {call.tool} {waits}", *terminal_lines(call, ARGS_INDENT)]
+        return lines + ([f"{ARGS_INDENT}{warning}"] if warning else []) + repeated
+    lines = [f"  ? {call.tool} {waits}", *repeated, *terminal_lines(call, ARGS_INDENT)]
     if call.cut and hint:
         lines.append(f"{ARGS_INDENT}(cut for display; all of it: {hint})")
     return lines
@@ -134,7 +143,8 @@ def approval_prompt(request: PendingRequest) -> str:
     the short arguments in full, the long ones by their size (`f` shows them)."""
     call = show_call(request.tool, request.args)
     more = "[f]ull/" if call.cut else ""
-    return f"approve {prompt_text(call)}? [y]es/[n]o/[e]dit/{more}[s]kip: "
+    again = " AGAIN (it already ran and succeeded)" if request.repeat_of is not None else ""
+    return f"approve {prompt_text(call)}{again}? [y]es/[n]o/[e]dit/{more}[s]kip: "
 
 
 def full_lines(request: PendingRequest) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from contracts.omitted import none_omitted
 from contracts.request_kind import RequestKind
 
 DECISION_REFUSED = "DecisionRefused"
@@ -53,6 +54,17 @@ Who = Annotated[str | None, Field(max_length=200)]
 Note = Annotated[str | None, Field(max_length=MAX_NOTE_CHARS)]
 
 
+class RepeatOf(BaseModel):
+    """An identical call (same tool, same canonical arguments) that already ran and succeeded
+    in this run: a call waiting for approval that names one would do the same thing again."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str = Field(description="The latest identical call that succeeded.")
+    times: int = Field(ge=1, description="How many identical calls succeeded so far.")
+    result: str | None = none_omitted(description="What the latest one returned (shortened).")
+
+
 class PendingRequest(BaseModel):
     """A tool call waiting for a person: an approval, or an `ask_user` question."""
 
@@ -66,6 +78,10 @@ class PendingRequest(BaseModel):
     expires_at: datetime | None = None
     on_timeout: TimeoutAction = "reject"
     command: str = Field(description="The Temporal CLI command that answers it.")
+    repeat_of: RepeatOf | None = none_omitted(
+        description="Set when an identical call already ran and succeeded in this run: "
+        "approving runs it again (`loop.repetition.screen_repeat`)."
+    )
 
 
 class ApproveSignal(BaseModel):

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from contracts.approvals import RepeatOf
 from contracts.request_kind import RequestKind
 from contracts.stop_reason import StopReason
 from contracts.usage import TokenUsage
@@ -149,6 +150,8 @@ class ApprovalRequested(EventBase):
     """The digest of the arguments as shown; a decision bound to it cannot approve others."""
     reason: str | None = None
     timeout_seconds: float | None = None
+    repeat_of: RepeatOf | None = None
+    """Set when an identical call already ran and succeeded in the run: approving repeats it."""
 
 
 class ApprovalDecided(EventBase):

@@ -7,7 +7,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from contracts.omitted import none_omitted
+
 PolicyAction = Literal["ask", "auto", "deny"]
+RepeatSetting = Literal["flag", "refuse"]
+"""What happens to a call identical to one that already ran and succeeded in the run: `flag`
+(the default) tells the person asked to approve it that it is a repeat; `refuse` never runs it
+(the model is told it already ran, and what it returned)."""
 WORKER_POLICY_ACTIVITY = "worker_policy"
 
 
@@ -20,15 +26,21 @@ class WorkerPolicy(BaseModel):
 
 
 class ApprovalRule(BaseModel):
-    """`{"tools": "write_*", "action": "ask"}`: calls of matching tools get `action`."""
+    """`{"tools": "write_*", "action": "ask", "repeat"?: "refuse"}`: calls of matching tools get
+    `action`; `repeat` says what happens to a call identical to one that already succeeded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tools: str = Field(min_length=1, description="A glob over tool names: *, ?, [abc].")
     action: PolicyAction
+    repeat: RepeatSetting | None = none_omitted(
+        description="flag (unset): a repeat of a call that succeeded is shown to the person "
+        "asked as a repeat; refuse: it never runs."
+    )
 
     def __str__(self) -> str:
-        return f"{self.tools} → {self.action}"
+        repeat = f", repeat → {self.repeat}" if self.repeat else ""
+        return f"{self.tools} → {self.action}{repeat}"
 
 
 class ApprovalPolicy(BaseModel):

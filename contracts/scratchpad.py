@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from contracts.agent_result import ModelCall, ToolStep
+from contracts.approvals import RepeatOf
 from contracts.messages import ChatMessage, SteerMessage
 from contracts.plan import PlanState
 from contracts.usage import TokenUsage
@@ -24,6 +25,9 @@ class RepetitionState(BaseModel):
     last_observation: dict[str, str] = {}
     errors: dict[str, int] = {}
     warned: list[str] = []
+    succeeded: dict[str, RepeatOf] = {}
+    """Calls that ran and succeeded, by call key: a call waiting for approval identical to one
+    is a repeat (`loop.repetition.screen_repeat`)."""
 
 
 class Scratchpad(BaseModel):

@@ -17,6 +17,7 @@ from contracts.approvals import (
     HumanDecision,
     PendingRequest,
     RejectSignal,
+    RepeatOf,
     ReplySignal,
     TimeoutAction,
     WaitKind,
@@ -111,8 +112,10 @@ def open_request(
     now: datetime,
     timeout_seconds: float | None,
     on_timeout: TimeoutAction,
+    repeat_of: RepeatOf | None = None,
 ) -> PendingRequest:
-    """The pending record of a call that now waits for a person."""
+    """The pending record of a call that now waits for a person (`repeat_of`: the identical
+    call that already succeeded, which the person is shown)."""
     kind = RequestKind(kind)
     question = args.get("question") if kind is RequestKind.QUESTION else None
     return PendingRequest(
@@ -126,6 +129,7 @@ def open_request(
         expires_at=now + timedelta(seconds=timeout_seconds) if timeout_seconds else None,
         on_timeout=on_timeout,
         command=answer_command(workflow_id, kind, call_id),
+        repeat_of=repeat_of,
     )
 
 

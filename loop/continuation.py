@@ -89,7 +89,9 @@ def compact_for_carry(pad: Scratchpad, max_context_tokens: int, summarize: bool)
             update={
                 "steps": compact_steps(pad.steps, budget_chars=0),
                 "repetition": RepetitionState(
-                    calls=pad.repetition.calls, errors=pad.repetition.errors
+                    calls=pad.repetition.calls,
+                    errors=pad.repetition.errors,
+                    succeeded=pad.repetition.succeeded,
                 ),
             }
         )

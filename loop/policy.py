@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
-from contracts.policy import ApprovalPolicy, ApprovalRule
+from contracts.policy import ApprovalPolicy, ApprovalRule, RepeatSetting
 from loop.approvals import needs_approval
 from tools.definition import Tool
 
@@ -27,6 +27,8 @@ class PolicyVerdict:
 
     action: Verdict
     because: str
+    repeat: RepeatSetting = "flag"
+    """What happens to a call identical to one that already succeeded (`loop.repetition`)."""
 
 
 def matching_rule(policy: ApprovalPolicy | None, tool: str) -> ApprovalRule | None:
@@ -49,7 +51,7 @@ def verdict(
     tool that is not a local one (an MCP tool), which has no approval setting of its own."""
     rule = matching_rule(policy, tool)
     if rule is not None:
-        return PolicyVerdict(rule.action, f"policy rule {rule}")
+        return PolicyVerdict(rule.action, f"policy rule {rule}", rule.repeat or "flag")
     if item is not None and needs_approval(item, args):
         return PolicyVerdict("ask", TOOL_DEFINITION)
     return PolicyVerdict("auto", TOOL_DEFINITION)

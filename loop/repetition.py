@@ -4,15 +4,23 @@ error, is warned once and then stopped.
 The Nth identical call (same tool, same canonical arguments) does not run: its observation is a
 warning that quotes the earlier result. If the model makes it again, the run stops with
 `repeated_calls`. The same error text from the same tool N times gets the same treatment.
+
+A side effect needs less: a call identical to one that already ran and succeeded
+(`remember_successes`) is a repeat from the second time (`screen_repeat`). When it waits for
+approval, the request says so (`PendingRequest.repeat_of`), so the person asked knows that
+approving does the same thing again; a policy rule with `repeat: refuse` never runs it.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from contracts.agent_result import ToolStep
+from contracts.approvals import RepeatOf
+from contracts.policy import RepeatSetting
 from contracts.scratchpad import RepetitionState
 from loop.approvals import args_digest
 from loop.summaries import shorten
@@ -28,7 +36,12 @@ REMEMBERED_OBSERVATION_CHARS = 300
 
 
 def call_key(request: ToolRequest) -> str:
-    return f"{request.call.name}:{args_digest(request.args)}"
+    return key_of(request.call.name, request.args)
+
+
+def key_of(tool: str, args: Mapping[str, Any]) -> str:
+    """A call's key: its tool and the digest of its canonical arguments."""
+    return f"{tool}:{args_digest(args)}"
 
 
 def error_key(tool: str, observation: str) -> str:
@@ -154,4 +167,78 @@ def repeated_calls_message(tool: str) -> str:
     return (
         f"Stopped: the model kept repeating the same {tool} call (or the same error) after it "
         "was warned. The steps so far are in the result."
+    )
+
+
+# -- repeats of a call that succeeded ------------------------------------------------------------
+
+
+def remember_successes(state: RepetitionState, steps: Sequence[ToolStep]) -> RepetitionState:
+    """`state` with each step that ran and succeeded counted under its call key (the arguments
+    it ran with: a reviewer's edited ones, if any)."""
+    succeeded = dict(state.succeeded)
+    for step in steps:
+        if step.status != "ok" or step.args is None or not ran(step):
+            continue
+        key = key_of(step.tool, step.args)
+        earlier = succeeded.get(key)
+        touch(
+            succeeded,
+            key,
+            RepeatOf(call_id=step.call_id, times=earlier.times + 1 if earlier else 1),
+        )
+    if succeeded == state.succeeded:
+        return state
+    return state.model_copy(update={"succeeded": recent(succeeded)})
+
+
+def ran(step: ToolStep) -> bool:
+    """Whether the step's tool ran: not a question a person answered (`ask_user`)."""
+    return step.human is None or step.human.kind.runs_on_approval
+
+
+@dataclass(frozen=True)
+class RepeatScreen:
+    """A call screened for repeating one that succeeded: what the person asked is told
+    (`repeat_of`), or the observation of a refusal (`refusal`: the call does not run)."""
+
+    repeat_of: RepeatOf | None = None
+    refusal: str | None = None
+
+
+def screen_repeat(
+    state: RepetitionState, tool: str, args: Mapping[str, Any], setting: RepeatSetting
+) -> RepeatScreen:
+    """Whether a call of `tool` with these (validated) arguments repeats one that already ran and
+    succeeded in this run, and what `setting` makes of it: `flag` shows it to the person asked
+    (`PendingRequest.repeat_of`), `refuse` does not run it."""
+    key = key_of(tool, args)
+    earlier = state.succeeded.get(key)
+    if earlier is None:
+        return RepeatScreen()
+    last = state.last_observation.get(key)
+    repeat = earlier.model_copy(update={"result": last})
+    if setting == "refuse":
+        return RepeatScreen(repeat, repeat_refusal(tool, repeat))
+    return RepeatScreen(repeat)
+
+
+def repeat_refusal(tool: str, repeat: RepeatOf) -> str:
+    """What the model reads for a repeat the policy refuses."""
+    result = f" It returned: {shorten(repeat.result, 500)}" if repeat.result else ""
+    times = "once" if repeat.times == 1 else f"{repeat.times} times"
+    return (
+        f"Error: refused by policy: this exact {tool} call (same arguments) already ran and "
+        f"succeeded {times} in this run (last as call {repeat.call_id}), and the policy does not "
+        f"run it again.{result} Do not repeat it: go on from its result."
+    )
+
+
+def repeat_text(repeat: RepeatOf) -> str:
+    """One line for the person asked to approve a repeat (`agent pending`, the Web UI)."""
+    times = "once" if repeat.times == 1 else f"{repeat.times} times"
+    result = f"; it returned: {shorten(repeat.result, 120)}" if repeat.result else ""
+    return (
+        f"repeat: this exact call (same tool, same arguments) already ran and succeeded {times} "
+        f"in this run (last as call {repeat.call_id}){result}. Approving runs it again."
     )

@@ -34,6 +34,7 @@ from typing import Any
 from contracts.approvals import PendingRequest
 from contracts.request_kind import RequestKind
 from loop.markdown import code_span
+from loop.repetition import repeat_text
 from loop.summaries import shorten
 
 SHORT_VALUE_CHARS = 200
@@ -296,6 +297,15 @@ def hidden_warning(count: int, *, markdown: bool = False) -> str:
     return f"⚠ {_plural(count, 'invisible or control character')} shown as {escape} escapes"
 
 
+def repeat_flag(request: PendingRequest, *, markdown: bool = False) -> str:
+    """`⚠ repeat: this exact call ... already ran and succeeded once ...` for a request that
+    repeats a call that succeeded (`PendingRequest.repeat_of`); "" for any other."""
+    if request.repeat_of is None:
+        return ""
+    text = repeat_text(request.repeat_of)
+    return f"⚠ {markdown_text(text) if markdown else escape_text(text)}"
+
+
 def _excerpt_title(value: ShownValue) -> str:
     if not value.cut:
         return f"{value.size}:"
@@ -397,4 +407,6 @@ def markdown_pending(request: PendingRequest, *, plan_above: bool = False) -> st
     else:
         call = show_call(request.tool, request.args)
         what = f"approval: {markdown_call(call, full_command(request.command))}"
-    return f"waiting for {what}\n\n{code_span(request.command)}"
+    repeat = repeat_flag(request, markdown=True)
+    warning = f"{repeat}\n\n" if repeat else ""
+    return f"waiting for {what}\n\n{warning}{code_span(request.command)}"

@@ -3,21 +3,30 @@ once, then stop the run."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contracts.agent_result import StepStatus, ToolStep
+from contracts.approvals import HumanDecision, RepeatOf
 from contracts.messages import ToolCall
+from contracts.request_kind import RequestKind
 from contracts.scratchpad import RepetitionState
 from loop.repetition import (
+    RepeatScreen,
     call_key,
     error_key,
     error_warning,
+    key_of,
     observe_round,
+    remember_successes,
+    repeat_text,
     repeat_warning,
     repeated_calls_message,
+    screen_repeat,
     screen_round,
 )
 from loop.tool_requests import PlannedCall, RefusedCall, ToolRequest
@@ -308,3 +317,88 @@ def test_state_and_inputs_are_never_mutated(
             assert observed.state.errors[key] >= count
         assert set(state.warned) <= set(observed.state.warned)
         state = observed.state
+
+
+# --- repeats of a call that succeeded (side effects) -------------------------------------------
+
+WRITE = {"path": "a.txt", "content": "x"}
+AT = datetime(2026, 12, 5, tzinfo=UTC)
+
+
+def step(
+    call_id: str,
+    args: dict[str, Any] | None = None,
+    status: StepStatus = "ok",
+    tool: str = "write_file",
+    human: HumanDecision | None = None,
+) -> ToolStep:
+    return ToolStep(
+        iteration=1, call_id=call_id, tool=tool, raw_arguments="{}",
+        args=WRITE if args is None else args, observation="wrote 1 byte", status=status,
+        started_at=AT, finished_at=AT, human=human,
+    )  # fmt: skip
+
+
+def test_a_call_identical_to_one_that_succeeded_is_flagged() -> None:
+    """The issue's run: the write is approved and runs; the model sends it again identically.
+    The second request names the first call, how often it succeeded and what it returned."""
+    state = RepetitionState(last_observation={key_of("write_file", WRITE): "wrote 1 byte"})
+    assert screen_repeat(state, "write_file", WRITE, "flag") == RepeatScreen()
+    state = remember_successes(state, [step("w1")])
+    screened = screen_repeat(state, "write_file", dict(reversed(WRITE.items())), "flag")
+    assert screened.refusal is None  # flagged, not refused: the person decides
+    assert screened.repeat_of == RepeatOf(call_id="w1", times=1, result="wrote 1 byte")
+    state = remember_successes(state, [step("w2")])
+    assert screen_repeat(state, "write_file", WRITE, "flag").repeat_of == RepeatOf(
+        call_id="w2", times=2, result="wrote 1 byte"
+    )
+
+
+def test_a_refuse_setting_refuses_the_repeat_naming_the_call_and_its_result() -> None:
+    state = remember_successes(
+        RepetitionState(last_observation={key_of("write_file", WRITE): "wrote 1 byte"}),
+        [step("w1")],
+    )
+    screened = screen_repeat(state, "write_file", WRITE, "refuse")
+    assert screened.refusal is not None
+    assert screened.refusal.startswith(
+        "Error: refused by policy: this exact write_file call (same arguments) already ran and "
+        "succeeded once in this run (last as call w1)"
+    )
+    assert "It returned: wrote 1 byte" in screened.refusal
+    assert screen_repeat(state, "write_file", {**WRITE, "content": "y"}, "refuse") == (
+        RepeatScreen()
+    )
+
+
+def test_only_calls_that_ran_and_succeeded_count() -> None:
+    """Rejected, failed or denied calls did nothing: repeating them is no repeat of an effect.
+    An answered question ran nothing either. Edited arguments count as what ran."""
+    rejected = HumanDecision(
+        call_id="w1", kind=RequestKind.APPROVAL, outcome="rejected", at=AT, model_args=WRITE
+    )
+    question = HumanDecision(
+        call_id="q1", kind=RequestKind.QUESTION, outcome="answered", at=AT, model_args={}
+    )
+    state = remember_successes(
+        RepetitionState(),
+        [
+            step("w1", status="rejected", human=rejected),
+            step("w2", status="error"),
+            step("w3", status="denied"),
+            step("q1", args={"question": "ok?"}, tool="ask_user", human=question),
+            step("w4", args={"path": "b.txt", "content": "edited"}),
+        ],
+    )
+    assert list(state.succeeded) == [key_of("write_file", {"path": "b.txt", "content": "edited"})]
+    assert screen_repeat(state, "write_file", WRITE, "refuse") == RepeatScreen()
+    assert remember_successes(state, [step("w5", status="error")]) is state
+
+
+def test_the_repeat_is_shown_to_the_person_asked() -> None:
+    repeat = RepeatOf(call_id="w1", times=2, result="wrote [1](http://x) byte")
+    assert repeat_text(repeat) == (
+        "repeat: this exact call (same tool, same arguments) already ran and succeeded 2 times "
+        "in this run (last as call w1); it returned: wrote [1](http://x) byte. Approving runs "
+        "it again."
+    )

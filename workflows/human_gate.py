@@ -126,6 +126,7 @@ class HumanGate:
             tool=request.tool,
             arguments=request.args,
             digest=request.args_digest,
+            repeat_of=request.repeat_of,
             timeout_seconds=(request.expires_at - request.requested_at).total_seconds()
             if request.expires_at is not None
             else None,

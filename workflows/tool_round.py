@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agent_input import AgentInput
     from contracts.agent_result import StepStatus, ToolStep
     from contracts.agent_status import RunningCall
-    from contracts.approvals import HumanDecision, PendingRequest
+    from contracts.approvals import HumanDecision, PendingRequest, RepeatOf
     from contracts.events import ToolCallFinished, ToolCallStarted
     from contracts.messages import ToolCall
     from contracts.model_io import ModelReply
@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from loop.kept_outputs import KeptOutput
     from loop.policy import PolicyVerdict, denied_observation, verdict
     from loop.progress import Round
-    from loop.repetition import observe_round, screen_round
+    from loop.repetition import observe_round, remember_successes, screen_repeat, screen_round
     from loop.tool_requests import ArgsSchema, PlannedCall, RefusedCall, plan_tool_calls
     from workflows.callees.protocol import CallContext, Callee, CallResult
     from workflows.delegation import ChildRequests, Delegated
@@ -128,7 +128,7 @@ class ToolRound:
         costs = [c.cost_usd for c in children if c.cost_usd is not None]
         return Round(
             steps=steps,
-            repetition=observed.state,
+            repetition=remember_successes(observed.state, steps),
             stopped_by_tool=stopping[0] if stopping else None,
             repeated_tool=observed.stop_tool,
             spent=sum((c.usage for c in children), TokenUsage()),
@@ -180,13 +180,17 @@ class ToolRound:
         if policy.action == "deny":
             self._log_refusal(call, policy.because, "denied")
             return step(denied_observation(policy.because), "denied", args), False, None
+        repeat = screen_repeat(pad.repetition, call.name, args, policy.repeat)
+        if repeat.refusal is not None:
+            self._log_refusal(call, "an identical call already succeeded", "refused as a repeat")
+            return step(repeat.refusal, "denied", args), False, None
         if callee.asks_user or policy.action == "ask":
             refusal = self._precheck(callee, call, args)
             if refusal is not None:
                 policy = PolicyVerdict(policy.action, approvals.PRECHECK)
                 observation = approvals.precheck_observation(call.name, refusal)
                 return step(observation, "error", args), False, None
-            request, human = await self._wait_for_person(callee, call, args)
+            request, human = await self._wait_for_person(callee, call, args, repeat.repeat_of)
             if not approvals.should_run(human):
                 status: StepStatus = (
                     "rejected"
@@ -284,7 +288,7 @@ class ToolRound:
         return reason
 
     async def _wait_for_person(
-        self, item: Callee, call: ToolCall, args: dict[str, Any]
+        self, item: Callee, call: ToolCall, args: dict[str, Any], repeat_of: RepeatOf | None
     ) -> tuple[PendingRequest, HumanDecision]:
         seconds, action = approvals.wait_limits(
             item.options,
@@ -300,6 +304,7 @@ class ToolRound:
             now=workflow.now(),
             timeout_seconds=seconds,
             on_timeout=action,
+            repeat_of=None if item.asks_user else repeat_of,
         )
         self._log(
             "%s %s waits for a person: %s",
