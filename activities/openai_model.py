@@ -22,6 +22,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.model_errors import register_secret, scrub, to_application_error
 from activities.model_progress import watch_progress
+from activities.prompted_tools import ToolCalling, prompted_messages, with_prompted_calls
 from activities.provider_fields import provider_fields
 from activities.streaming import (
     StreamAssembler,
@@ -153,8 +154,12 @@ class OpenAIChatModel:
         base_url: str | None = None,
         request_timeout_seconds: float = 300.0,
         streaming: bool = True,
+        tool_calling: ToolCalling = "native",
     ) -> None:
         self.default_model = default_model
+        self.tool_calling = tool_calling
+        """`native`: tools in the API's `tools` field; `prompted`: described in the prompt and
+        read back from the reply's text (`activities/prompted_tools.py`)."""
         self.streaming = streaming
         """Stream replies where the endpoint allows it (`MODEL_STREAMING`)."""
         self._api_key = api_key
@@ -177,6 +182,20 @@ class OpenAIChatModel:
         return self.streaming and (endpoint or self.endpoint) not in self._plain_only
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        reply = await self._complete(request)
+        if self.prompts_tools(request):
+            return with_prompted_calls(reply)
+        return reply
+
+    def prompts_tools(self, request: ModelRequest) -> bool:
+        """Whether `request` offers tools in the prompt (prompted mode, tools, not `none`)."""
+        return (
+            self.tool_calling == "prompted"
+            and bool(request.tools)
+            and request.tool_choice != "none"
+        )
+
+    async def _complete(self, request: ModelRequest) -> ModelReply:
         model = request.model or self.default_model
         kwargs = self.request_kwargs(request, model)
         endpoint = self.endpoint
@@ -197,11 +216,15 @@ class OpenAIChatModel:
 
     def request_kwargs(self, request: ModelRequest, model: str) -> dict[str, Any]:
         """The arguments of `chat.completions.create` for `request`, without streaming."""
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": [message_to_wire(m) for m in request.messages],
-        }
-        if request.tools:
+        if self.tool_calling == "prompted":
+            offered = request.tools if self.prompts_tools(request) else []
+            kwargs: dict[str, Any] = {
+                "model": model,
+                "messages": prompted_messages(request.messages, offered),
+            }
+        else:
+            kwargs = {"model": model, "messages": [message_to_wire(m) for m in request.messages]}
+        if request.tools and self.tool_calling == "native":
             kwargs["tools"] = [tool_to_wire(t) for t in request.tools]
             if request.tool_choice is not None:
                 kwargs["tool_choice"] = request.tool_choice

@@ -24,6 +24,7 @@ def with_providers(
             base_url=provider.base_url,
             default_model=default.default_model,
             streaming=streaming,
+            tool_calling=provider.tool_calling,
         )
         for name, provider in providers.items()
     }
@@ -45,4 +46,5 @@ def default_chat_model(settings: WorkerSettings) -> ChatModel:
         base_url=settings.openai_base_url,
         default_model=settings.model or DEFAULT_OPENAI_MODEL,
         streaming=settings.model_streaming,
+        tool_calling=settings.model_tool_calling,
     )

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -32,6 +33,8 @@ class ProviderSettings(BaseModel):
     base_url: str = Field(min_length=1)
     api_key: SecretStr | None = None
     api_key_env: str | None = None
+    tool_calling: Literal["native", "prompted"] = "native"
+    """`prompted` for an endpoint without native tool calling (activities/prompted_tools.py)."""
 
 
 class ProvidersError(ValueError):
