@@ -71,6 +71,23 @@ def test_auto_over_a_tool_that_requires_approval_is_flagged() -> None:
     assert overridden_approvals(asks, tools) == []
 
 
+def test_a_rule_says_what_happens_to_a_repeat() -> None:
+    write_file = REGISTRY.get("write_file")
+    assert write_file is not None
+    refuse = ApprovalPolicy.model_validate(
+        {"rules": [{"tools": "write_*", "action": "ask", "repeat": "refuse"}]}
+    )
+    said = verdict(refuse, write_file, "write_file", WRITE)
+    assert (said.action, said.repeat) == ("ask", "refuse")
+    assert said.because == "policy rule write_* → ask, repeat → refuse"
+    assert verdict(None, write_file, "write_file", WRITE).repeat == "flag"  # the default
+    flag = ApprovalPolicy(rules=[ApprovalRule(tools="*", action="ask")])
+    assert verdict(flag, write_file, "write_file", WRITE).repeat == "flag"
+    assert "repeat" not in flag.model_dump_json()  # unset: left out of the JSON
+    with pytest.raises(ValueError, match=r"rules\.0\.repeat"):
+        ApprovalPolicy.model_validate({"rules": [{"tools": "*", "action": "ask", "repeat": "no"}]})
+
+
 # --- policies in runs ----------------------------------------------------------------------------
 
 
