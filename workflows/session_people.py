@@ -13,7 +13,7 @@ turn running, a signal is logged and ignored and an update refused.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -110,30 +110,39 @@ class SessionPeople:
 
     async def tool_result(self, raw: Any) -> HumanDecision:
         """The running turn's client tool result (an inline turn's loop, or the child turn)."""
-        loop = self._inline_loop()
-        if loop is not None:
-            return await loop.tool_result(raw)
-        payload = self._child_turn_input(raw, CLIENT_TOOL_REFUSED)
-        return await self._forward_update("tool_result", payload, CLIENT_TOOL_REFUSED)
+        return await self._turn_update("tool_result", raw, CLIENT_TOOL_REFUSED)
 
     def validate_tool_result(self, raw: Any) -> None:
-        loop = self._inline_loop()
-        if loop is not None:
-            return loop.validate_tool_result(raw)
-        self._child_turn_input(raw, CLIENT_TOOL_REFUSED)
+        self._validate_turn_update("tool_result", raw, CLIENT_TOOL_REFUSED)
 
     async def edit_plan(self, raw: Any) -> HumanDecision:
-        loop = self._inline_loop()
-        if loop is not None:
-            return await loop.edit_plan(raw)
-        payload = self._child_turn_input(raw, DECISION_REFUSED)
-        return await self._forward_update("edit_plan", payload, DECISION_REFUSED)
+        return await self._turn_update("edit_plan", raw, DECISION_REFUSED)
 
     def validate_edit_plan(self, raw: Any) -> None:
+        self._validate_turn_update("edit_plan", raw, DECISION_REFUSED)
+
+    async def _turn_update(
+        self, name: Literal["tool_result", "edit_plan"], raw: Any, error_type: str
+    ) -> HumanDecision:
+        """Update `name` for the running turn: the inline turn's loop answers it, or the child
+        turn does (`_forward_update`), which reads and checks the input as its own."""
         loop = self._inline_loop()
         if loop is not None:
-            return loop.validate_edit_plan(raw)
-        self._child_turn_input(raw, DECISION_REFUSED)
+            handler = loop.tool_result if name == "tool_result" else loop.edit_plan
+            return await handler(raw)
+        payload = self._child_turn_input(raw, error_type)
+        return await self._forward_update(name, payload, error_type)
+
+    def _validate_turn_update(
+        self, name: Literal["tool_result", "edit_plan"], raw: Any, error_type: str
+    ) -> None:
+        loop = self._inline_loop()
+        if loop is None:
+            self._child_turn_input(raw, error_type)
+        elif name == "tool_result":
+            loop.validate_tool_result(raw)
+        else:
+            loop.validate_edit_plan(raw)
 
     async def steer(self, raw: Any) -> str:
         """Steer the running turn; returns where the turn runs."""
