@@ -34,8 +34,10 @@ from temporalio.worker import Replayer
 from cli.commands import Context
 from cli.connection import connect, open_store
 from cli.errors import CLI_ERROR, OK, RUN_FAILED, CliError
+from contracts.mcp import MCP_TOOL_SEPARATOR
 from runtime.codec import data_converter
 from runtime.settings import AgentSettings
+from tools.catalog import CATALOG
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
 
@@ -140,11 +142,37 @@ async def downloaded(client: Client, args: argparse.Namespace) -> AsyncIterator[
             raise CliError(f"no run matches {query}")
 
 
-async def replay_one(replayer: Replayer, history: WorkflowHistory) -> Replayed:
+async def missing_here(history: WorkflowHistory, converter: DataConverter) -> list[str]:
+    """The tools, output type and agent profiles an `AgentWorkflow` run names that this
+    replayer's catalog lacks (its tools are code the replayer must have, not configuration)."""
+    started = history.events[0].workflow_execution_started_event_attributes
+    if started.workflow_type.name != "AgentWorkflow" or not started.input.payloads:
+        return []
+    try:
+        (raw,) = await converter.decode(started.input.payloads[:1])
+    except Exception:
+        return []
+    if not isinstance(raw, dict):
+        return []
+    known = {*CATALOG.tools.names(), *CATALOG.output_types.names(), *CATALOG.agents.names()}
+    named = [*(raw.get("tools") or []), raw.get("output_type"), *(raw.get("agents") or [])]
+    local = [n for n in named if isinstance(n, str) and MCP_TOOL_SEPARATOR not in n]
+    return [n for n in local if n not in known]
+
+
+async def replay_one(
+    replayer: Replayer, history: WorkflowHistory, converter: DataConverter
+) -> Replayed:
     outcome = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     failure = outcome.replay_failure
     run_id = history.events[0].workflow_execution_started_event_attributes.original_execution_run_id
     text = None if failure is None else failure_text(failure)
+    missing = await missing_here(history, converter) if failure is not None else []
+    if missing:
+        text = (
+            f"{text} (the run names {', '.join(missing)}, which this replayer does not have: "
+            "load the worker's tool modules with AGENT_TOOL_MODULES)"
+        )
     return Replayed(history.workflow_id, run_id, len(history.events), text)
 
 
@@ -164,7 +192,7 @@ async def replay(args: argparse.Namespace, ctx: Context) -> int:
         store = await open_store(ctx.target)
         converter = data_converter(key, settings.payload_key_id, previous, store)
     replayer = plain_replayer(converter)
-    results = [await replay_one(replayer, h) for h in histories]
+    results = [await replay_one(replayer, h, converter) for h in histories]
     if ctx.json:
         ctx.emit([r.__dict__ for r in results])
     else:

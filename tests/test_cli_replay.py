@@ -113,3 +113,14 @@ async def test_a_downloaded_run_replays_by_file_id_and_query(
         assert done.out.splitlines()[-1] == "1 of 1 histories replay"
     missing = await cli("replay", "--workflow-id", "no-such-run", timeout=60)
     assert missing.code == 4 and "no run matches" in missing.err, missing.err
+
+
+async def test_a_replayer_without_the_runs_tools_says_which() -> None:
+    """Tools are code: a replayer without the module that registers them cannot replay the runs
+    that called them, and says which tools it lacks."""
+    cli = agent_cli()
+    del cli.env["AGENT_TOOL_MODULES"]
+    done = await cli("replay", str(HISTORIES / "parallel_tools.json"), timeout=60)
+    assert done.code == 1, done.out + done.err
+    assert "the run names echo, refuses, which this replayer does not have" in done.out
+    assert "AGENT_TOOL_MODULES" in done.out
