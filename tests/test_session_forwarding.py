@@ -20,9 +20,10 @@ from contracts.agent_result import AgentResult
 from contracts.approvals import DECISION_REFUSED, HumanDecision
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
-from tests.conftest import AgentHarness
+from tests.conftest import AgentHarness, ScriptedHarness
 from tests.session_support import echo_model, wait_status
 from tests.test_cli_approval_flow import Cli
+from tests.test_plan_and_execute import script as plan_script
 
 
 def write_model(body: dict[str, Any]) -> Any:
@@ -143,3 +144,32 @@ async def test_a_client_gets_the_turns_answer_through_the_session(agent: AgentHa
             "decide", {"call_id": pending.call_id, "decision": "approve"}, result_type=HumanDecision
         )
     assert "no turn is running in the session" in str(idle.value.cause)
+
+
+async def test_a_plan_edit_at_the_session_reaches_the_child_turn(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """`edit_plan` too: refused with the turn's reason, then taken by the turn."""
+    scripted_agent.model.set_handler(plan_script())
+    session = f"plan-session-{uuid.uuid4()}"
+    agent = {"mode": "plan_and_execute", "plan_approval": True}
+    handle = await scripted_agent.client.start_workflow(
+        "SessionWorkflow",
+        {"turns": "child", "agent": agent},
+        id=session,
+        task_queue=scripted_agent.task_queue,
+    )
+    await handle.signal("send", {"text": "6*7 then +8"})
+    await wait_status(handle, lambda s: len(s.pending) == 1)
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update("edit_plan", {"steps": []})
+    assert "steps: List should have at least 1 item" in str(refused.value.cause)
+    edited = await handle.execute_update(
+        "edit_plan", {"steps": [{"goal": "Compute 6*7"}], "by": "carol"}, result_type=HumanDecision
+    )
+    assert (edited.outcome, edited.by) == ("edited", "carol")
+    await wait_status(handle, lambda s: s.turns == 1 and s.state == "idle")
+    turn = f"{session}/turn-1"
+    assert await forwards(handle) == [f"update edit_plan -> {turn}"] * 2
+    result = await scripted_agent.client.get_workflow_handle(turn, result_type=AgentResult).result()
+    assert result.plan is not None and [s.goal for s in result.plan.steps] == ["Compute 6*7"]
