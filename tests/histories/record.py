@@ -31,11 +31,14 @@ from activities.openai_model import OpenAIChatModel
 from contracts.events import TERMINAL_EVENT_TYPES
 from loop.plan import PLANNER_PROMPT
 from runtime.event_stream import follow_events
+from runtime.search_attributes import ensure as ensure_search_attributes
 from testkit import fake_openai as fake
+from tests.catalog import TEST_CATALOG
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
 from tests.session_support import echo_model, send_with_start, wait_status
 from tools.agents import RESEARCHER
+from tools.catalog import Catalog
 
 HERE = Path(__file__).resolve().parent
 WORKFLOW_ID = "recorded"
@@ -345,6 +348,31 @@ async def mcp_tool(client: Client, queue: str, model: fake.FakeOpenAIServer) -> 
     return handle
 
 
+async def search_attributes(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A run on a worker whose server has the agent search attributes: the
+    `agent-search-attributes` marker and an upsert at each change of phase, waiting for an
+    approval in between (issue 39: it replays on a plain `Replayer`, with no catalog flags)."""
+    model.enqueue(
+        fake.tool_calls(fake.call("write_file", {"path": "sa.txt", "content": "s"}, id="w1")),
+        fake.text("Written."),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "write it", "tools": ["write_file"]},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await wait_for_pending(handle)
+    await handle.signal("approve", {"call_id": "w1"})
+    await handle.result()
+    return handle
+
+
+SCENARIO_CATALOGS: dict[str, Catalog] = {
+    "search_attributes": TEST_CATALOG.with_search_attributes(),
+}
+"""The catalog of the worker that records a scenario, where it is not the tests' own."""
+
 SCENARIOS: dict[str, Scenario] = {
     "simple": simple,
     "parallel_tools": parallel_tools,
@@ -359,6 +387,7 @@ SCENARIOS: dict[str, Scenario] = {
     "plan_and_execute": plan_and_execute,
     "mcp_tool": mcp_tool,
     "streamed": streamed,
+    "search_attributes": search_attributes,
 }
 
 
@@ -377,7 +406,12 @@ async def record(names: list[str]) -> None:
                 async with AsyncExitStack() as stack:
                     workspace = HERE / ".workspace"
                     workspace.mkdir(exist_ok=True)
-                    queue = await started_workers(stack, env.client, model, workspace, mcp=mcp)
+                    catalog = SCENARIO_CATALOGS.get(name, TEST_CATALOG)
+                    if catalog.search_attributes:
+                        assert await ensure_search_attributes(env.client)
+                    queue = await started_workers(
+                        stack, env.client, model, workspace, mcp=mcp, catalog=catalog
+                    )
                     handles = await SCENARIOS[name](env.client, queue, server)
                     if not isinstance(handles, dict):
                         handles = {name: handles}
