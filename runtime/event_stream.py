@@ -25,24 +25,27 @@ holds ONE follower per run and fans it out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 from temporalio.client import (
     Client,
+    RPCTimeoutOrCancelledError,
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowQueryRejectedError,
 )
-from temporalio.common import QueryRejectCondition
+from temporalio.common import QueryRejectCondition, RawValue
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.contrib.workflow_streams import PollInput, PollResult
+from temporalio.contrib.workflow_streams import PollInput, PollResult, WorkflowStreamClient
 from temporalio.contrib.workflow_streams._types import _decode_payload
 from temporalio.converter import PayloadConverter
+from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.events import (
     AGENT_EVENT,
@@ -65,6 +68,18 @@ IDLE_POLL = timedelta(milliseconds=800)
 """The longest time between two looks of a follower while nothing comes (the wait doubles
 from `POLL_COOLDOWN` with each empty look)."""
 SESSION_WORKFLOW_TYPE = "SessionWorkflow"
+TRANSIENT_RPC_STATUSES = frozenset(
+    {
+        RPCStatusCode.UNAVAILABLE,
+        RPCStatusCode.DEADLINE_EXCEEDED,
+        RPCStatusCode.RESOURCE_EXHAUSTED,
+        RPCStatusCode.ABORTED,
+        RPCStatusCode.INTERNAL,
+        RPCStatusCode.UNKNOWN,
+    }
+)
+"""Errors a follower waits out (no worker answered the query in time, the server is
+restarting); any other (no such workflow) ends it."""
 
 
 def as_event(data: Any, offset: int) -> AgentEvent | None:
@@ -83,26 +98,49 @@ def first_offset(after: int | None) -> int:
     return 0 if after is None else after + 1
 
 
+StreamReading = Literal["query", "updates"]
+"""How a follower reads a stream: `query` (the stream's poll query, with a backoff: nothing in
+the run's history) or `updates` (the stream's long-poll update: lower latency under load, but
+every poll is in the run's history and its Web UI timeline)."""
+
+
 async def follow_events(
     client: Client,
     workflow_id: str,
     *,
     after: int | None = None,
     stop_at: Collection[str] = (),
+    by: StreamReading = "query",
     poll_cooldown: timedelta = POLL_COOLDOWN,
     idle_poll: timedelta = IDLE_POLL,
 ) -> AsyncIterator[AgentEvent]:
     """The events of `workflow_id` after offset `after`, live (see the module docstring).
 
-    Read with the stream's poll query, `poll_cooldown` after a look that found events, the wait
-    doubling up to `idle_poll` while nothing comes: nothing is recorded in the workflow's
-    history. An offset past the stream's end waits for that offset. When the workflow has
-    closed (the last run of its continue-as-new chain) and its last events are read, a run
-    that published no final event gets one made from its close status (`closing_event`)."""
+    Read `by` the stream's poll query (`poll_cooldown` after a look that found events, the
+    wait doubling up to `idle_poll` while nothing comes: nothing is recorded in the workflow's
+    history) or its long-poll updates. An offset past the stream's end waits for that offset.
+    When the workflow has closed (the last run of its continue-as-new chain) and its last
+    events are read, a run that published no final event gets one made from its close status
+    (`closing_event`)."""
+    position = first_offset(after)
+    if by == "updates":
+        source = _by_updates(client, workflow_id, position, poll_cooldown)
+    else:
+        source = _by_query(client, workflow_id, position, poll_cooldown, idle_poll)
+    async with contextlib.aclosing(source):
+        async for event in source:
+            yield event
+            if event.type in stop_at:
+                return
+
+
+async def _by_query(
+    client: Client, workflow_id: str, position: int, cooldown: timedelta, idle: timedelta
+) -> AsyncGenerator[AgentEvent, None]:
+    """`follow_events` by the stream's poll query."""
     handle = client.get_workflow_handle(workflow_id)
     converter = client.data_converter.payload_converter
-    position = first_offset(after)
-    wait = poll_cooldown
+    wait = cooldown
     last: AgentEvent | None = None
     while True:
         try:
@@ -115,28 +153,59 @@ async def follow_events(
         except WorkflowQueryRejectedError as closed:
             if closed.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
                 continue  # (the next run is there already: the handle names no run)
-            async for event in _drain_closed(client, workflow_id, position, last, stop_at):
+            async for event in _drain_closed(client, workflow_id, position, last):
                 yield event
             return
+        except (RPCError, RPCTimeoutOrCancelledError) as error:
+            if isinstance(error, RPCError) and error.status not in TRANSIENT_RPC_STATUSES:
+                raise
+            logger.info("the stream of %s did not answer (%s): trying again", workflow_id, error)
+            wait = idle  # (no worker, or the server is restarting: it will be back)
+            await asyncio.sleep(wait.total_seconds())
+            continue
         for event in events:
             assert event.offset is not None
             position = event.offset + 1
             last = event
             yield event
-            if event.type in stop_at:
-                return
         position = max(position, next_offset)
-        wait = poll_cooldown if events else min(wait * 2, idle_poll)
+        wait = cooldown if events else min(wait * 2, idle)
         await asyncio.sleep(wait.total_seconds())
 
 
+async def _by_updates(
+    client: Client, workflow_id: str, position: int, cooldown: timedelta
+) -> AsyncGenerator[AgentEvent, None]:
+    """`follow_events` by the stream's long-poll updates (`WorkflowStreamClient.subscribe`,
+    which reads a closed run's rest by query and ends), then the final event a run that
+    closed without one gets."""
+    stream = WorkflowStreamClient.create(client, workflow_id)
+    converter = client.data_converter.payload_converter
+    last: AgentEvent | None = None
+    async for item in stream.subscribe(
+        [EVENTS_TOPIC],
+        from_offset=position,
+        poll_cooldown=cooldown,
+        result_type=RawValue,  # decoded here: an item that does not decode is skipped
+    ):
+        try:
+            event = as_event(converter.from_payload(item.data.payload), item.offset)
+        except Exception:
+            logger.debug("skipping stream item %d: it does not decode", item.offset)
+            continue
+        if event is not None:
+            last = event
+            yield event
+    final = await closing_event(
+        client, workflow_id, last, max(position, await stream_end(client, workflow_id))
+    )
+    if final is not None:
+        yield final
+
+
 async def _drain_closed(
-    client: Client,
-    workflow_id: str,
-    position: int,
-    last: AgentEvent | None,
-    stop_at: Collection[str],
-) -> AsyncIterator[AgentEvent]:
+    client: Client, workflow_id: str, position: int, last: AgentEvent | None
+) -> AsyncGenerator[AgentEvent, None]:
     """A closed workflow's events from `position` (a query on the closed run), then the final
     event it did not publish, if any."""
     handle = client.get_workflow_handle(workflow_id)
@@ -150,8 +219,6 @@ async def _drain_closed(
             position = event.offset + 1
             last = event
             yield event
-            if event.type in stop_at:
-                return
         if next_offset <= position:
             break
         position = next_offset

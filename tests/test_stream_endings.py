@@ -29,9 +29,10 @@ from tests.http_api_support import LiveApi, SseEvent, collect, live_api
 STREAM_SECONDS = 60
 
 
-@pytest.fixture
-async def api(agent: AgentHarness) -> Any:
-    async with live_api(agent) as live:
+@pytest.fixture(params=["query", "updates"])
+async def api(agent: AgentHarness, request: pytest.FixtureRequest) -> Any:
+    """`agent serve` reading streams either way (`--stream-read`)."""
+    async with live_api(agent, stream_reading=request.param) as live:
         yield live
 
 

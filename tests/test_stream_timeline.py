@@ -87,27 +87,32 @@ async def measured(agent: AgentHarness) -> dict[str, tuple[int, int]]:
         async for _ in stream.subscribe([EVENTS_TOPIC]):
             pass
 
-    async with live_api(agent) as api:
+    figures: dict[str, tuple[int, int]] = {}
+    for reading in ("query", "updates"):
+        async with live_api(agent, stream_reading=reading) as api:
 
-        async def sse_client(session: str) -> None:
-            await collect(api.http, f"/v1/sessions/{session}/events")
+            async def sse_client(session: str) -> None:
+                await collect(api.http, f"/v1/sessions/{session}/events")
 
-        figures = {}
-        for name, follow in (
-            ("nobody following", None),
-            ("one poll-update subscriber (the feed before)", update_subscriber),
-            ("an SSE client of agent serve (the feed now)", sse_client),
-        ):
-            short_turns(agent)
-            figures[name] = await two_turns(api, follow)
+            arms: list[tuple[str, Callable[[str], Awaitable[Any]] | None]] = [
+                (f"an SSE client of agent serve --stream-read {reading}", sse_client)
+            ]
+            if reading == "query":
+                arms[:0] = [
+                    ("nobody following", None),
+                    ("one poll-update subscriber (the feed before)", update_subscriber),
+                ]
+            for name, follow in arms:
+                short_turns(agent)
+                figures[name] = await two_turns(api, follow)
     return figures
 
 
 async def test_following_a_session_leaves_its_timeline_as_it_was(agent: AgentHarness) -> None:
     figures = await measured(agent)
     print(json.dumps({k: {"events": v[0], "poll_updates": v[1]} for k, v in figures.items()}))
-    quiet, updates, feed = figures.values()
+    quiet, updates, feed, feed_by_updates = figures.values()
     assert feed[1] == 0, "agent serve's feed records no poll in the session's history"
-    assert updates[1] > 0  # (what the measurement compares with)
+    assert updates[1] > 0 and feed_by_updates[1] > 0  # (what the measurement compares with)
     assert feed[0] <= quiet[0] + 6, (feed, quiet)  # timing moves a batch or a workflow task
     assert feed[0] < updates[0], (feed, updates)

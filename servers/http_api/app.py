@@ -54,7 +54,7 @@ Wait = Annotated[bool, Query(description="wait for the end instead of answering 
 
 def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
-    feeds = Feeds(client)
+    feeds = Feeds(client, reading=config.stream_reading)
     runs = Runs(client, config.task_queue)
     sessions = Sessions(client, config.task_queue)
 

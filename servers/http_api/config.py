@@ -13,10 +13,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from runtime.event_stream import StreamReading
+
 TOKEN_ENV = "AGENT_API_TOKEN"
 CORS_ENV = "AGENT_API_CORS_ORIGINS"
 MAX_BODY_ENV = "AGENT_API_MAX_BODY_BYTES"
 WEB_UI_ENV = "AGENT_WEB_UI_URL"
+STREAM_READ_ENV = "AGENT_SERVE_STREAM_READ"
+STREAM_READINGS: tuple[StreamReading, ...] = ("query", "updates")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """A run's input is bounded by its fields (a prompt of 200,000 characters at most); 1 MiB
 leaves room for a history and an output schema."""
@@ -38,6 +42,10 @@ class ServeConfig:
     """Where the console links each run (`<url>/namespaces/<ns>/workflows/<id>`)."""
     namespace: str = "default"
     task_queue: str = "agents"
+    stream_reading: StreamReading = "query"
+    """How the feeds read a run's stream (`runtime.event_stream.StreamReading`): `query`
+    leaves the run's history and Web UI timeline as they are; `updates` delivers live text
+    sooner under load, and puts every poll in the history (docs/events.md has the figures)."""
 
     @classmethod
     def from_env(
@@ -48,6 +56,7 @@ class ServeConfig:
         task_queue: str = "agents",
         cors_origins: tuple[str, ...] = (),
         web_ui_url: str | None = None,
+        stream_reading: str | None = None,
     ) -> ServeConfig:
         """The environment's settings, with the command line's on top."""
         environ = os.environ if env is None else env
@@ -64,6 +73,12 @@ class ServeConfig:
             raise ConfigError(f"{MAX_BODY_ENV} must be a number of bytes") from None
         if limit < 1024:
             raise ConfigError(f"{MAX_BODY_ENV} must be at least 1024")
+        reading = stream_reading or environ.get(STREAM_READ_ENV) or "query"
+        if reading not in STREAM_READINGS:
+            raise ConfigError(
+                f"{STREAM_READ_ENV} (--stream-read) must be one of {', '.join(STREAM_READINGS)}, "
+                f"not {reading!r}"
+            )
         return cls(
             token=token,
             cors_origins=origins,
@@ -71,6 +86,7 @@ class ServeConfig:
             web_ui_url=(web_ui_url or environ.get(WEB_UI_ENV) or None),
             namespace=namespace,
             task_queue=task_queue,
+            stream_reading="updates" if reading == "updates" else "query",
         )
 
 

@@ -39,7 +39,13 @@ from contracts.events import (
     TERMINAL_EVENT_TYPES,
     AgentEvent,
 )
-from runtime.event_stream import first_offset, follow_events, read_handle_events, stream_end
+from runtime.event_stream import (
+    StreamReading,
+    first_offset,
+    follow_events,
+    read_handle_events,
+    stream_end,
+)
 
 log = logging.getLogger("servers.http_api.feeds")
 
@@ -116,6 +122,7 @@ class Feed:
     base: int
     """Every event at an offset >= `base` is in `events` or still to come."""
     max_buffer: int = MAX_BUFFER
+    reading: StreamReading = "query"
     events: list[AgentEvent] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
     done: bool = False
@@ -135,7 +142,10 @@ class Feed:
 
     async def _pump(self) -> None:
         try:
-            async for event in follow_events(self.client, self.workflow_id, after=self.base - 1):
+            following = follow_events(
+                self.client, self.workflow_id, after=self.base - 1, by=self.reading
+            )
+            async for event in following:
                 self._add(event)
         except asyncio.CancelledError:
             raise
@@ -197,8 +207,10 @@ class Feeds:
         *,
         max_buffer: int = MAX_BUFFER,
         linger_seconds: float = LINGER_SECONDS,
+        reading: StreamReading = "query",
     ) -> None:
         self.client = client
+        self.reading = reading
         self.max_buffer = max_buffer
         self.linger_seconds = linger_seconds
         self._feeds: dict[str, Feed] = {}
@@ -218,7 +230,13 @@ class Feeds:
             feed = self._feeds.get(workflow_id)
             if feed is None or (feed.done and feed.error is not None):
                 base = min(start, end)
-                feed = Feed(self.client, workflow_id, base=base, max_buffer=self.max_buffer)
+                feed = Feed(
+                    self.client,
+                    workflow_id,
+                    base=base,
+                    max_buffer=self.max_buffer,
+                    reading=self.reading,
+                )
                 self._feeds[workflow_id] = feed
                 feed.start()
         feed.readers += 1

@@ -34,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default "
         "the local dev server's)",
     )
+    parser.add_argument(
+        "--stream-read",
+        choices=("query", "updates"),
+        help="how runs' event streams are read: query (default; nothing in a run's history or "
+        "Web UI timeline) or updates (live text sooner under load; every poll in the history); "
+        "env AGENT_SERVE_STREAM_READ",
+    )
 
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -76,6 +83,7 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
             task_queue=target.task_queue,
             cors_origins=tuple(args.cors_origin or ()),
             web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
+            stream_reading=args.stream_read,
         )
         check_bind(args.host, config)
     except ConfigError as error:
