@@ -4,8 +4,11 @@ the server, so runs may keep them (`workflows.search_attributes`).
 `ensure` runs at worker start: it adds the missing ones through the operator API (the dev
 server and a self-hosted cluster allow it) and says whether all are there. Where the worker may
 not add them (Temporal Cloud: create them once with `tcld namespace search-attributes add` or in
-the Cloud UI), it logs what to run and the runs go on without them. The embedded dev server
-gets them at start (`dev_server_flags`). On a self-hosted cluster, once:
+the Cloud UI), it logs what to run, and the runs it starts go on without them. Whether a run
+keeps them is decided at its first workflow task and kept in its history
+(`workflows.search_attributes`): a run started where they were registered keeps them, and its
+workflow task fails, naming them, on a worker whose server lacks them, until they are there.
+The embedded dev server gets them at start (`dev_server_flags`). On a self-hosted cluster, once:
 
     temporal operator search-attribute create --name AgentPhase --type Keyword
     temporal operator search-attribute create --name AgentWaitingFor --type KeywordList
@@ -68,7 +71,8 @@ async def ensure(client: Client) -> bool:
     except RPCError as error:
         log.warning(
             "search attributes %s are not registered in namespace %s and this worker may not "
-            "register them (%s): runs go on without them; create them once (see "
+            "register them (%s): runs started here go on without them, and a run that keeps "
+            "them fails its workflow tasks here until they exist; create them once (see "
             "runtime/search_attributes.py) to filter runs by AgentPhase",
             ", ".join(WANTED),
             namespace,
