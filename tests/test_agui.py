@@ -58,6 +58,18 @@ async def agui_events(api: LiveApi, body: dict[str, Any]) -> list[dict[str, Any]
     return events
 
 
+async def waiting_calls(api: LiveApi, thread: str) -> list[dict[str, Any]]:
+    """The calls that wait in the thread's session, once one does."""
+
+    async def waiting() -> list[dict[str, Any]]:
+        response = await api.http.get(f"/v1/runs/{thread}/pending")
+        pending: list[dict[str, Any]] = response.json()
+        assert response.status_code == 200 and pending, pending
+        return pending
+
+    return await eventually(waiting, what="the approval to wait")
+
+
 async def test_the_validator_passes_against_the_live_endpoint(
     api: LiveApi, agent: AgentHarness
 ) -> None:
@@ -116,14 +128,7 @@ async def test_an_approval_is_state_and_custom_events(api: LiveApi, agent: Agent
     )
     thread = f"thread-{uuid.uuid4().hex[:8]}"
     stream = asyncio.create_task(agui_events(api, run_input(thread, "write hi to a.txt")))
-
-    async def waiting() -> list[dict[str, Any]]:
-        response = await api.http.get(f"/v1/runs/{thread}/pending")
-        pending: list[dict[str, Any]] = response.json()
-        assert response.status_code == 200 and pending, pending
-        return pending
-
-    [call] = await eventually(waiting, what="the approval to wait")
+    [call] = await waiting_calls(api, thread)
     decided = await api.http.post(
         f"/v1/runs/{thread}/decisions",
         json={"call_id": "w1", "decision": "approve", "args_digest": call["args_digest"]},

@@ -27,7 +27,7 @@ from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending
 from tests.http_api_support import LiveApi, collect, live_api
-from tests.test_agui import agui_events, run_input
+from tests.test_agui import agui_events, run_input, waiting_calls
 from tests.test_bad_input import workflow_task_failures
 from workflows.input_guard import STREAM_PUBLISH_SIGNAL
 
@@ -122,14 +122,7 @@ async def test_an_agui_client_sees_no_forged_event_of_its_thread(
     agent.fake.enqueue(write_call(), fake.text("Written."))
     thread = f"thread-{uuid.uuid4().hex[:8]}"
     stream = asyncio.create_task(agui_events(api, run_input(thread, "write a to a.txt")))
-
-    async def waiting() -> list[dict[str, Any]]:
-        response = await api.http.get(f"/v1/runs/{thread}/pending")
-        pending: list[dict[str, Any]] = response.json()
-        assert response.status_code == 200 and pending, pending
-        return pending
-
-    [call] = await eventually(waiting, what="the approval to wait")
+    [call] = await waiting_calls(api, thread)
     session = agent.client.get_workflow_handle(thread)
     await forge(session, forged_events(thread, turn=1))
     await handled(session)
