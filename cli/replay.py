@@ -34,12 +34,12 @@ from temporalio.worker import Replayer
 from cli.commands import Context
 from cli.connection import connect, open_store
 from cli.errors import CLI_ERROR, OK, RUN_FAILED, CliError
-from contracts.mcp import MCP_TOOL_SEPARATOR
 from runtime.codec import data_converter
 from runtime.settings import AgentSettings
 from tools.catalog import CATALOG
 from workflows.agent_workflow import AgentWorkflow
 from workflows.session_workflow import SessionWorkflow
+from workflows.worker_catalog import names_missing_from
 
 DEFAULT_LIMIT = 100
 
@@ -152,12 +152,7 @@ async def missing_here(history: WorkflowHistory, converter: DataConverter) -> li
         (raw,) = await converter.decode(started.input.payloads[:1])
     except Exception:
         return []
-    if not isinstance(raw, dict):
-        return []
-    known = {*CATALOG.tools.names(), *CATALOG.output_types.names(), *CATALOG.agents.names()}
-    named = [*(raw.get("tools") or []), raw.get("output_type"), *(raw.get("agents") or [])]
-    local = [n for n in named if isinstance(n, str) and MCP_TOOL_SEPARATOR not in n]
-    return [n for n in local if n not in known]
+    return names_missing_from(CATALOG, raw)
 
 
 async def replay_one(

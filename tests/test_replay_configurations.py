@@ -9,6 +9,7 @@ is kept in the history, and replay reads it back from there."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -267,3 +268,20 @@ async def test_raised_payload_limits_are_read_from_history_not_the_worker(
     for history in (taken_history, refused_history):
         for replayer in (plain_replayer(), build_replayer(TEST_CATALOG), build_replayer(FLIPPED)):
             assert await replay_failure(history, replayer) is None
+
+
+async def test_a_replayer_without_a_runs_tools_says_which_it_lacks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Tools are code, not configuration: a replayer without the run's tools cannot replay it
+    (refusing the input where the run was accepted), and its log names what it lacks."""
+    history = committed_history(HISTORIES / "parallel_tools.json")
+    with caplog.at_level(logging.WARNING, logger="workflows.replay"):
+        failure = await replay_failure(history, plain_replayer())
+    assert failure is not None and "Nondeterminism" in failure
+    said = [r.getMessage() for r in caplog.records if r.name == "workflows.replay"]
+    assert said and "this worker lacks echo, refuses, which the run names" in said[0], said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workflows.replay"):
+        assert await replay_failure(history, build_replayer(TEST_CATALOG)) is None
+    assert not [r for r in caplog.records if r.name == "workflows.replay"]

@@ -115,7 +115,7 @@ with workflow.unsafe.imports_passed_through():
         session_steps,
     )
     from workflows.tool_round import ToolRound
-    from workflows.worker_catalog import worker_catalog
+    from workflows.worker_catalog import warn_missing_on_replay, worker_catalog
 
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
@@ -215,6 +215,8 @@ class AgentLoop:
             )
         except (BadInput, InvalidAgentInput) as error:
             strict_refusal = error
+        if isinstance(strict_refusal, InvalidAgentInput):  # it decoded: say what is missing
+            warn_missing_on_replay(read_payload(raw_input, max_bytes=None))
         if workflow.patched(STRICT_INPUT_PATCH):
             refuse(input_refusal(strict_refusal), INVALID_INPUT)
         try:
