@@ -54,10 +54,11 @@ OUTPUT_TYPES = OutputTypes()
 @dataclass(frozen=True)
 class Catalog:
     """Everything a run may name: tools, output types (`output_type`), agent profiles
-    (`agents`), and whether it may set the agent search attributes (`search_attributes`: the
-    worker's server has them registered; see `workflows.search_attributes`), and whether its
-    worker stores large payloads outside history (`large_payloads`: the raised limits of
-    `contracts.payload_limits` apply)."""
+    (`agents`), and two flags that decide new runs only (`runtime.workers.patch_activation`;
+    a run keeps the answer in its history, and replay never reads the flags): whether the
+    worker's server has the agent search attributes registered (`search_attributes`, see
+    `workflows.search_attributes`), and whether the worker stores large payloads outside
+    history (`large_payloads`: the raised limits of `contracts.payload_limits` apply)."""
 
     tools: ToolRegistry
     output_types: OutputTypes
