@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
@@ -62,11 +63,11 @@ logger = logging.getLogger(__name__)
 POLL_QUERY = "__temporal_workflow_stream_poll"
 OFFSET_QUERY = "__temporal_workflow_stream_offset"
 """The stream's query for the offset the next event will have (the events so far)."""
-POLL_COOLDOWN = timedelta(milliseconds=100)
-"""The time between two looks of a follower while events come."""
-IDLE_POLL = timedelta(milliseconds=800)
-"""The longest time between two looks of a follower while nothing comes (the wait doubles
-from `POLL_COOLDOWN` with each empty look)."""
+POLL_COOLDOWN = timedelta(milliseconds=40)
+"""The least time between two looks of a query follower (it looks when the history grew)."""
+IDLE_POLL = timedelta(seconds=2)
+"""The longest time between two looks of a query follower (a backstop: it looks whenever the
+workflow's history grew, `HistoryTicks`)."""
 SESSION_WORKFLOW_TYPE = "SessionWorkflow"
 TRANSIENT_RPC_STATUSES = frozenset(
     {
@@ -134,43 +135,89 @@ async def follow_events(
                 return
 
 
+class HistoryTicks:
+    """Wakes a query follower when the workflow's history grows: a long poll of its history
+    on the server (`wait_new_event`), which needs no worker and records nothing. A stream
+    changes only in a workflow task (workflow code publishes there; an activity's batch is a
+    signal, then a task), so a look after each completed task misses nothing, and a quiet
+    run costs no look but the `idle` backstop."""
+
+    def __init__(self, client: Client, workflow_id: str, idle: timedelta) -> None:
+        self._client = client
+        self._workflow_id = workflow_id
+        self._idle = idle
+        self._grew = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> HistoryTicks:
+        self._task = asyncio.create_task(self._watch(), name=f"history of {self._workflow_id}")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    async def _watch(self) -> None:
+        while True:  # each run of the chain (the handle names none: the latest)
+            handle = self._client.get_workflow_handle(self._workflow_id)
+            try:
+                async for event in handle.fetch_history_events(
+                    wait_new_event=True, skip_archival=True
+                ):
+                    if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+                        self._grew.set()
+            except Exception as error:  # (no such run yet, a server restart: look later)
+                logger.debug("the history of %s is not watched: %s", self._workflow_id, error)
+            self._grew.set()  # (a run closed or continued: look now)
+            await asyncio.sleep(self._idle.total_seconds())
+
+    async def next(self) -> None:
+        """Until the history grew since the last call, or `idle` passed."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._grew.wait(), self._idle.total_seconds())
+        self._grew.clear()
+
+
 async def _by_query(
     client: Client, workflow_id: str, position: int, cooldown: timedelta, idle: timedelta
 ) -> AsyncGenerator[AgentEvent, None]:
-    """`follow_events` by the stream's poll query."""
+    """`follow_events` by the stream's poll query: a look whenever the history grew (at most
+    one every `cooldown`), and at least every `idle`."""
     handle = client.get_workflow_handle(workflow_id)
     converter = client.data_converter.payload_converter
-    wait = cooldown
     last: AgentEvent | None = None
-    while True:
-        try:
-            events, next_offset = await read_handle_events(
-                handle,
-                after=position - 1 if position > 0 else None,
-                payload_converter=converter,
-                open_only=True,
-            )
-        except WorkflowQueryRejectedError as closed:
-            if closed.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
-                continue  # (the next run is there already: the handle names no run)
-            async for event in _drain_closed(client, workflow_id, position, last):
+    loop = asyncio.get_running_loop()
+    async with HistoryTicks(client, workflow_id, idle) as ticks:
+        while True:
+            looked = loop.time()
+            try:
+                events, next_offset = await read_handle_events(
+                    handle,
+                    after=position - 1 if position > 0 else None,
+                    payload_converter=converter,
+                    open_only=True,
+                )
+            except WorkflowQueryRejectedError as closed:
+                if closed.status == WorkflowExecutionStatus.CONTINUED_AS_NEW:
+                    continue  # (the next run is there already: the handle names no run)
+                async for event in _drain_closed(client, workflow_id, position, last):
+                    yield event
+                return
+            except (RPCError, RPCTimeoutOrCancelledError) as error:
+                if isinstance(error, RPCError) and error.status not in TRANSIENT_RPC_STATUSES:
+                    raise
+                logger.info("the stream of %s did not answer (%s): again", workflow_id, error)
+                events, next_offset = [], position  # (no worker, or a server restart)
+            for event in events:
+                assert event.offset is not None
+                position = event.offset + 1
+                last = event
                 yield event
-            return
-        except (RPCError, RPCTimeoutOrCancelledError) as error:
-            if isinstance(error, RPCError) and error.status not in TRANSIENT_RPC_STATUSES:
-                raise
-            logger.info("the stream of %s did not answer (%s): trying again", workflow_id, error)
-            wait = idle  # (no worker, or the server is restarting: it will be back)
-            await asyncio.sleep(wait.total_seconds())
-            continue
-        for event in events:
-            assert event.offset is not None
-            position = event.offset + 1
-            last = event
-            yield event
-        position = max(position, next_offset)
-        wait = cooldown if events else min(wait * 2, idle)
-        await asyncio.sleep(wait.total_seconds())
+            position = max(position, next_offset)
+            await ticks.next()
+            await asyncio.sleep(max(0.0, cooldown.total_seconds() - (loop.time() - looked)))
 
 
 async def _by_updates(
