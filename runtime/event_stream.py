@@ -16,10 +16,11 @@ Resuming after the last offset a client holds (`Last-Event-ID`) gives every late
 Cost: both read through the stream's poll *query*, which records nothing in the workflow's
 history. (The stream's own subscription, `WorkflowStreamClient.subscribe`, long-polls with an
 update whose completion records the events it returns again, and each poll shows in the Web
-UI's timeline: two short session turns followed that way left 96 events in the session's
-history, mostly polls; docs/events.md has the figures.) A follower looks `POLL_COOLDOWN` after
-a look that found events and backs off to `IDLE_POLL` while the run is quiet; `agent serve`
-holds ONE follower per run and fans it out.
+UI's timeline: two short session turns followed that way left 72 events in the session's
+history against 38 unfollowed; docs/events.md has the figures.) A query follower looks whenever
+the workflow's history grew (`HistoryTicks`), at most every `POLL_COOLDOWN`, at least every
+`IDLE_POLL`; `by="updates"` follows with the update instead. `agent serve` holds ONE follower
+per run and fans it out.
 """
 
 from __future__ import annotations
