@@ -256,6 +256,14 @@ function showPlan(steps) {
     el("li", { class: step.status, text: `${step.description} (${step.status})` })));
 }
 
+// How a run that did not finish ended: its outcome, and whether the server made the event from
+// the workflow's close status (a terminated or timed-out run cannot say so itself).
+function failureNote(e) {
+  if (e.synthesized) return `${e.error} (from the workflow's close status)`;
+  const how = { cancelled: "was cancelled", terminated: "was terminated", timed_out: "timed out" };
+  return `the run ${how[e.outcome] || "failed"}: ${e.error}`;
+}
+
 function show(type, e) {
   switch (type) {
     case "turn_started":
@@ -347,7 +355,7 @@ function show(type, e) {
       chat(el("div", { class: "note" }, `${e.stop_reason} · `, runLink(e.workflow_id, "open in the Temporal Web UI")));
       break;
     }
-    case "run_failed": note(`the run failed: ${e.error}`, true); break;
+    case "run_failed": note(failureNote(e), true); break;
     case "turn_finished": if (e.error) note(`the turn failed: ${e.error}`, true); break;
     case "session_ended": note(`the session ended${e.reason ? `: ${e.reason}` : ""}`); setCompose(false); break;
     default: break; // a newer server's event: nothing to show
