@@ -40,7 +40,7 @@ from cli.outcome import RunOutcome, await_outcome
 from contracts.agent_result import ToolStep
 from contracts.agent_status import AgentStatus
 from contracts.approvals import HumanDecision, PendingRequest
-from contracts.events import AgentEvent
+from contracts.events import AgentEvent, ModelCallStarted
 from contracts.plan import PlanState
 from contracts.request_kind import RequestKind
 from loop.plan import checklist
@@ -351,10 +351,38 @@ class ProgressView:
             return
         self._print_live(self._live.update(calls[-1]))
 
-    def stream(self, events: list[AgentEvent]) -> None:
-        """The answer as the event stream carries it, piece by piece."""
+    def new_turn_in(self, events: list[AgentEvent]) -> bool:
+        """Whether `events` start a turn this view has not shown yet."""
+        return any(self._turn_started_by(event) is not None for event in events)
+
+    def stream(self, events: list[AgentEvent], status: AgentStatus | None = None) -> None:
+        """The answer as the event stream carries it, piece by piece. With the `status` read
+        after these events, a turn they start is shown where it starts: after the text and the
+        tool steps of the turn before, so the end of one turn's text, which can come in the
+        same look as the next turn's start, stays under its own turn."""
         for event in events:
+            turn = self._turn_started_by(event)
+            if turn is not None and status is not None:
+                self._enter_turn(turn, status)
             self._print_live(self._stream_text.update(event))
+
+    def _turn_started_by(self, event: AgentEvent) -> int | None:
+        """The turn (loop iteration) `event` starts, when it starts one not shown yet."""
+        if isinstance(event, ModelCallStarted) and event.purpose == "turn":
+            return event.model_call if event.model_call > self.turn else None
+        return None
+
+    def _enter_turn(self, turn: int, status: AgentStatus) -> None:
+        """The steps of the turns before `turn` (they ran before it started), then its header:
+        with the limit and the tokens spent when it is the turn `status` is at."""
+        self.steps([step for step in status.recent_steps if step.iteration < turn])
+        if turn <= self.turn:
+            return
+        self.turn = turn
+        if turn == status.iteration:
+            self.console.line(render.turn_line(turn, status.max_iterations, status.usage))
+        else:
+            self.console.line(f"turn {turn}")
 
     def _print_live(self, outputs: list[Output]) -> None:
         for output in outputs:
@@ -432,9 +460,10 @@ class StatusDue:
 
     at: float = 0.0
 
-    def now(self, news: list[AgentEvent] | None) -> bool:
+    def now(self, news: list[AgentEvent] | None, *, new_turn: bool = False) -> bool:
+        """`new_turn`: the news start a turn, whose header comes from the status."""
         clock = asyncio.get_running_loop().time()
-        changed = news is None or any(e.type not in LIVE_EVENT_TYPES for e in news)
+        changed = new_turn or news is None or any(e.type not in LIVE_EVENT_TYPES for e in news)
         if not changed and clock < self.at:
             return False
         self.at = clock + STATUS_BACKSTOP_SECONDS
@@ -509,17 +538,20 @@ class Watcher:
                         await task
 
     async def _from_stream(self) -> None:
-        """One look at the stream: print the new text; ask for the status when something else
-        happened (or the backstop is due)."""
+        """One look at the stream: ask for the status when something besides the text
+        happened (or the backstop is due), then print the new text in order, each turn's header
+        where the turn starts, and then what the status shows (steps, pending requests). The
+        status is read after the events, so it may be turns ahead of the text before it."""
         events = await self._until_stop(self._watch.news())
         if events is None:
             return
-        if self._status_due.now(events):
+        status = None
+        if self._status_due.now(events, new_turn=self.view.new_turn_in(events)):
             status = await self._until_stop(self._status())
-            if status is not None:
-                self._show(status)
         if self.live_text:
-            self.view.stream(events)
+            self.view.stream(events, status)
+        if status is not None:
+            self._show(status)
 
     async def _from_polls(self) -> None:
         """A run without a stream: its status, and its model call's heartbeats."""
