@@ -48,7 +48,14 @@ decision, bad arguments) · 130 detached with Ctrl-C (the run goes on)"""
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but usage errors exit with 4 so that 2 keeps meaning "stopped at a limit"."""
+    """argparse, but usage errors exit with 4 so that 2 keeps meaning "stopped at a limit", and
+    no option may be abbreviated: a typo such as `--max-iteration 3` is an error, not a silent
+    prefix match. Subcommand parsers are built from this class too (argparse reuses the parent's
+    class), so the rule holds on every parser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
