@@ -135,7 +135,7 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
             handle: RunHandle = client.get_workflow_handle(
                 turn.workflow_id, result_type=AgentResult
             )
-            view = ProgressView(console, turn.workflow_id, ctx.prefix)
+            view = ProgressView(console, turn.workflow_id, ctx.prefix, session_turn=turn.turn)
             answerer = (
                 None
                 if args.no_input

@@ -43,6 +43,7 @@ from contracts.approvals import HumanDecision, PendingRequest
 from contracts.events import AgentEvent, ModelCallStarted
 from contracts.plan import PlanState
 from contracts.request_kind import RequestKind
+from contracts.usage import TokenUsage
 from loop.plan import checklist
 from runtime.event_stream import OFFSET_QUERY, read_handle_events
 
@@ -287,10 +288,15 @@ class Answerer:
 class ProgressView:
     """Prints each turn, step and pending request once, however often the status is polled."""
 
-    def __init__(self, console: Console, workflow_id: str, prefix: str) -> None:
+    def __init__(
+        self, console: Console, workflow_id: str, prefix: str, *, session_turn: int | None = None
+    ) -> None:
+        """`session_turn`: the view follows this turn of a session (`agent chat`), whose model
+        calls are counted from 1 again; its headers name the session's turn and the call."""
         self.console = console
         self.workflow_id = workflow_id
         self.prefix = prefix
+        self.session_turn = session_turn
         self.turn = 0
         self._shown: set[tuple[int, str]] = set()
         self._announced: set[str] = set()
@@ -305,8 +311,7 @@ class ProgressView:
                 continue
             self._shown.add(key)
             if step.iteration > self.turn:
-                self.turn = step.iteration
-                self.console.line(f"turn {step.iteration}")
+                self._header(step.iteration)
             self.console.line(render.step_line(step))
 
     def plan(self, plan: PlanState | None) -> None:
@@ -328,10 +333,7 @@ class ProgressView:
         self.plan(status.plan)
         self.steps(status.recent_steps)
         if status.iteration > self.turn:
-            self.turn = status.iteration
-            self.console.line(
-                render.turn_line(status.iteration, status.max_iterations, status.usage)
-            )
+            self._header(status.iteration, status)
         fresh = [p for p in status.pending if p.call_id not in self._announced]
         for request in fresh:
             self._announced.add(request.call_id)
@@ -376,13 +378,21 @@ class ProgressView:
         """The steps of the turns before `turn` (they ran before it started), then its header:
         with the limit and the tokens spent when it is the turn `status` is at."""
         self.steps([step for step in status.recent_steps if step.iteration < turn])
-        if turn <= self.turn:
-            return
+        if turn > self.turn:
+            self._header(turn, status if turn == status.iteration else None)
+
+    def _header(self, turn: int, status: AgentStatus | None = None) -> None:
+        """The line that starts `turn` (a model call of the run): `turn 2/10 · 39 tokens so far`
+        when `status` is at that turn, else `turn 2`; in a session, `turn 3 · model call 2/10 ·
+        ...` (the session's turn, then the call within it)."""
         self.turn = turn
-        if turn == status.iteration:
-            self.console.line(render.turn_line(turn, status.max_iterations, status.usage))
+        if status is None:
+            line = render.turn_line(turn, 0, TokenUsage(), session_turn=self.session_turn)
         else:
-            self.console.line(f"turn {turn}")
+            line = render.turn_line(
+                turn, status.max_iterations, status.usage, session_turn=self.session_turn
+            )
+        self.console.line(line)
 
     def _print_live(self, outputs: list[Output]) -> None:
         for output in outputs:

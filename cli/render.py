@@ -53,10 +53,16 @@ def tokens(usage: TokenUsage) -> str:
     return f"{'~' if usage.estimated else ''}{usage.total_tokens} tokens"
 
 
-def turn_line(iteration: int, max_iterations: int, usage: TokenUsage) -> str:
-    """`turn 2/10 · 39 tokens so far` (a turn is one model call)."""
+def turn_line(
+    iteration: int, max_iterations: int, usage: TokenUsage, *, session_turn: int | None = None
+) -> str:
+    """`turn 2/10 · 39 tokens so far` (a turn of a run is one model call); for a session's turn
+    (`agent chat`: each message is a turn, whose model calls count from 1 again), `turn 3 ·
+    model call 2/10 · 39 tokens so far`."""
     of = f"/{max_iterations}" if max_iterations else ""
     spent = f" · {tokens(usage)} so far" if usage.total_tokens else ""
+    if session_turn is not None:
+        return f"turn {session_turn} · model call {iteration}{of}{spent}"
     return f"turn {iteration}{of}{spent}"
 
 

@@ -3,6 +3,7 @@ subprocess against the real server and worker."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -33,6 +34,9 @@ async def test_chat_converses_and_approves_inline(
     assert done.code == 0, done.err
     assert "agent> you said hello" in done.out
     assert "write_file" in done.out
+    # The second message is the session's turn 2, whatever model call within it is shown.
+    headers = re.findall(r"\bturn \d.*", done.out)
+    assert headers and all(h.startswith("turn 2 · model call 1/10") for h in headers), headers
     assert "agent> Saved." in done.out
     assert f"session {session} ended" in done.out
     assert (agent.workspace / "n.txt").read_text() == "note"
