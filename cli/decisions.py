@@ -17,7 +17,7 @@ from cli.commands import Context, parse_json_object, pending_requests
 from cli.connection import RunHandle, connect, describe, explain_rpc, is_running, status_name
 from cli.errors import OK, CliError
 from cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
-from contracts.approvals import HumanDecision
+from contracts.approvals import HumanDecision, PendingRequest
 from contracts.request_kind import RequestKind
 
 DIGEST = re.compile(r"[0-9a-f]{8,64}")
@@ -122,11 +122,10 @@ async def _decide_all(
     extra: dict[str, Any],
 ) -> int:
     """`CALL` = `*`: the signal takes every pending approval at once (the update takes one)."""
-    targets = [
-        r for r in await pending_requests(handle, task_queue) if r.kind is RequestKind.APPROVAL
-    ]
+    requests = await pending_requests(handle, task_queue)
+    targets = [r for r in requests if r.kind is RequestKind.APPROVAL]
     if not targets:
-        raise CliError(f"no approval is pending in {handle.id}")
+        raise CliError(nothing_to_decide(handle.id, requests, ctx.prefix))
     try:
         await handle.signal(decision, {"call_id": "*", **extra})
     except RPCError as error:
@@ -138,6 +137,23 @@ async def _decide_all(
         done = "approved" if decision == "approve" else "rejected"
         ctx.say(f"{done} {len(ids)} pending call{'s' if len(ids) != 1 else ''}: {', '.join(ids)}")
     return OK
+
+
+WAITING_KINDS = {RequestKind.QUESTION: "a question", RequestKind.CLIENT_TOOL: "a client tool call"}
+"""What a pending request that is not an approval is called when `*` finds no approval."""
+
+
+def nothing_to_decide(workflow_id: str, requests: list[PendingRequest], prefix: str) -> str:
+    """Why `approve`/`reject '*'` did nothing: no approval is pending, and what waits instead
+    (a question, a client tool call) with the command that answers it."""
+    message = f"no approval is pending in {workflow_id}"
+    waiting = [
+        f"{WAITING_KINDS.get(r.kind, r.kind.value)} waits (call {r.call_id}); answer it with "
+        f"{render.answer_commands(prefix, workflow_id, r)[0]}"
+        for r in requests
+        if r.kind is not RequestKind.APPROVAL
+    ]
+    return f"{message}, but {'; '.join(waiting)}" if waiting else message
 
 
 async def approve(args: argparse.Namespace, ctx: Context) -> int:

@@ -95,6 +95,8 @@ async def test_reply_and_approve_all(
     wid = handle.id
 
     wrong_kind = await cli("approve", wid, "q1")
+    all_while_asking = await cli("approve", wid, "*")
+    reject_all_while_asking = await cli("reject", wid, "*", "--reason", "no")
     unknown = await cli("reply", wid, "q9", "red")
     replied = await cli("reply", wid, "q1", "blue")
     await wait_for_pending(handle, 2)
@@ -102,6 +104,11 @@ async def test_reply_and_approve_all(
     result = await cli("result", wid)
 
     assert "cannot approve 'q1'" in wrong_kind.one_error_line()
+    assert all_while_asking.one_error_line() == (
+        f"agent: no approval is pending in {wid}, but a question waits (call q1); answer it "
+        f"with agent --address {cli.address} reply {wid} q1 'your answer'"
+    )
+    assert reject_all_while_asking.one_error_line() == all_while_asking.one_error_line()
     assert "no pending question 'q9'" in unknown.one_error_line()
     assert replied.code == 0 and replied.out.strip() == "replied to q1"
     assert all_approved.out.strip() == "approved 2 pending calls: w1, w2"
