@@ -13,8 +13,10 @@ import shlex
 from collections.abc import Sequence
 
 from contracts.approvals import PendingRequest
+from contracts.command_server import CommandServer
 from contracts.usage import TokenUsage
 from loop.markdown import code_span
+from loop.pasted_commands import aimed_command
 from loop.review_display import escape_text, markdown_pending, markdown_text
 from loop.summaries import plural, shorten
 
@@ -52,12 +54,14 @@ def idle_details(
     usage: TokenUsage,
     queued: int,
     last_incomplete: str | None = None,
+    server: CommandServer | None = None,
 ) -> str:
     """Between turns: the totals, why the last turn did not complete (if it did not), and how
-    to send the next message."""
+    to send the next message (naming `server` when it is not the CLI's default)."""
     paragraphs = [f"{plural(turns, 'turn')} · {usage.total_tokens} tokens · {queued} queued"]
     if last_incomplete is not None:
         why = markdown_text(shorten(last_incomplete, 300))
         paragraphs.append(f"the last turn did not complete: {why}")
-    paragraphs.append(f"send a message: {code_span(send_command(session_id))}")
+    send = aimed_command(send_command(session_id), server)
+    paragraphs.append(f"send a message: {code_span(send)}")
     return "\n\n".join(paragraphs)

@@ -41,6 +41,7 @@ from activities.model_activity import ModelActivities
 from activities.tool_activities import tool_activities
 from activities.turn_forwarding import forward_to_turn
 from activities.worker_policy import worker_policy_activity
+from contracts.command_server import CommandServer
 from contracts.policy import WorkerPolicy
 from runtime.settings import AgentSettings
 from tools.catalog import CATALOG, Catalog
@@ -253,6 +254,11 @@ def build_workers(
     if large_payloads is None:
         large_payloads = client.data_converter.external_storage is not None
     catalog = catalog.with_large_payloads(large_payloads or catalog.large_payloads)
+    if catalog.command_server is None:  # the commands people paste reach this worker's server
+        catalog = catalog.with_command_server(
+            CommandServer(address=client.service_client.config.target_host,
+                          namespace=client.namespace)
+        )  # fmt: skip
     # Activities heartbeat every second; sending each one (not the SDK's default of one per
     # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
     throttle = timedelta(seconds=1)

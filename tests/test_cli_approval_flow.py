@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import subprocess
 import uuid
@@ -37,10 +38,17 @@ class Cli:
         return json.loads(await self(*args, "--output", "json"))
 
     async def paste(self, command: str) -> str:
-        """Run a command as printed for a person (`temporal workflow signal ...`)."""
+        """Run a command exactly as printed for a person (`temporal workflow signal ...`), in
+        a shell whose environment names no server: it must say where its server is."""
         words = shlex.split(command)
         assert words[0] == "temporal"
-        return await self(*words[1:])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_")}
+        done = await asyncio.to_thread(
+            subprocess.run, [str(BIN / "temporal"), *words[1:]],
+            capture_output=True, text=True, timeout=60, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+        return done.stdout + done.stderr
 
 
 async def test_approval_flow_from_the_temporal_cli(
@@ -76,6 +84,9 @@ async def test_approval_flow_from_the_temporal_cli(
     details = await cli("workflow", "metadata", "--workflow-id", workflow_id)
     assert "waiting for approval: `write_file" in details
     assert f"temporal workflow signal --workflow-id {workflow_id} --name approve" in details
+    # The test's server is on a port of its own: the commands handed out name it (issue 31, 8).
+    assert pending[0]["command"].endswith(f" --address {cli.address}"), pending[0]["command"]
+    assert pending[0]["command"] in details
 
     refused = await cli(
         "workflow", "update", "execute", "--workflow-id", workflow_id, "--name", "decide",

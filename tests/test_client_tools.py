@@ -98,7 +98,8 @@ async def test_round_trip_the_result_is_the_observation(scripted_agent: Scripted
     )
     assert request.command == (
         f"temporal workflow update execute --workflow-id {handle.id} --name tool_result "
-        """--input '{"call_id": "c1", "result": "..."}'"""
+        """--input '{"call_id": "c1", "result": "..."}' """
+        f"--address {scripted_agent.client.service_client.config.target_host}"  # (issue 31, item 8)
     )
     offered = scripted_agent.model.requests[0].tools
     assert [t.name for t in offered] == ["calculator", "get_location"]

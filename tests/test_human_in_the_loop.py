@@ -45,7 +45,8 @@ async def test_approve_runs_the_tool_and_records_who(scripted_agent: ScriptedHar
     assert pending.args_digest == args_digest(args)
     assert pending.command == (
         f"temporal workflow signal --workflow-id {handle.id} --name approve "
-        """--input '{"call_id": "w1"}'"""
+        """--input '{"call_id": "w1"}' """
+        f"--address {scripted_agent.client.service_client.config.target_host}"  # (issue 31, item 8)
     )
     status = await handle.query("status", result_type=AgentStatus)
     assert status.phase == "waiting_for_human"

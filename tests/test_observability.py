@@ -84,7 +84,8 @@ async def test_status_follows_every_state(scripted_agent: ScriptedHarness) -> No
     # Markdown: the call and the command sit in code spans, so the Web UI shows them literally.
     assert 'waiting for approval: `write_file {"path": "s.txt", "content": "s"' in details
     command = f"temporal workflow signal --workflow-id {handle.id} --name approve"
-    assert f'`{command} --input \'{{"call_id": "w"}}\'`' in details
+    address = scripted_agent.client.service_client.config.target_host  # (issue 31, item 8)
+    assert f'`{command} --input \'{{"call_id": "w"}}\' --address {address}`' in details
     await handle.signal("approve", {"call_id": "w"})
     await handle.result()
     done = await status_when(handle, lambda s: s.phase == "done", "done")

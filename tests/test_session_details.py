@@ -90,7 +90,9 @@ async def test_session_details_show_the_pending_command_then_the_send_command(
     session = f"session-{uuid.uuid4()}"
     _, handle = await send_with_start(agent.client, session, agent.task_queue, "hello")
     details = (await handle.query("__temporal_workflow_metadata")).current_details
-    assert send_command(session) in code_spans(details)
+    # The test's server is on a port of its own: the pasted commands name it (issue 31, item 8).
+    send = f"{send_command(session)} --address {agent.client.service_client.config.target_host}"
+    assert send in code_spans(details)
 
     await handle.signal("send", {"text": "save it"})
     status = await wait_status(handle, lambda s: len(s.pending) == 1)
@@ -104,4 +106,4 @@ async def test_session_details_show_the_pending_command_then_the_send_command(
     await wait_status(handle, lambda s: s.turns == 2 and s.state == "idle")
     details = (await handle.query("__temporal_workflow_metadata")).current_details
     assert details.startswith("2 turns · ")
-    assert send_command(session) in code_spans(details)
+    assert send in code_spans(details)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pydantic import BaseModel
 
 from contracts.agents import AgentProfile
+from contracts.command_server import CommandServer
 from tools.agents import AGENT_PROFILES, AgentProfiles
 from tools.builtin.ask_user import ask_user
 from tools.builtin.calculator import calculator
@@ -58,13 +59,18 @@ class Catalog:
     a run keeps the answer in its history, and replay never reads the flags): whether the
     worker's server has the agent search attributes registered (`search_attributes`, see
     `workflows.search_attributes`), and whether the worker stores large payloads outside
-    history (`large_payloads`: the raised limits of `contracts.payload_limits` apply)."""
+    history (`large_payloads`: the raised limits of `contracts.payload_limits` apply).
+
+    `command_server`: the server and namespace the commands its runs hand out to be pasted
+    must name (`loop.pasted_commands`); read only where people read them (queries, current
+    details), never for what a run records. None: no flags (a `Replayer`)."""
 
     tools: ToolRegistry
     output_types: OutputTypes
     agents: AgentProfiles
     search_attributes: bool = False
     large_payloads: bool = False
+    command_server: CommandServer | None = None
 
     def extended(
         self,
@@ -78,12 +84,11 @@ class Catalog:
             outputs.register(model, name)
         for model in output_types:
             outputs.register(model)
-        return Catalog(
-            ToolRegistry([*self.tools.all(), *tools]),
-            outputs,
-            AgentProfiles([*self.agents.by_name().values(), *agents]),
-            self.search_attributes,
-            self.large_payloads,
+        return replace(
+            self,
+            tools=ToolRegistry([*self.tools.all(), *tools]),
+            output_types=outputs,
+            agents=AgentProfiles([*self.agents.by_name().values(), *agents]),
         )
 
     def with_search_attributes(self, enabled: bool = True) -> Catalog:
@@ -93,6 +98,10 @@ class Catalog:
     def with_large_payloads(self, enabled: bool = True) -> Catalog:
         """This catalog, its worker storing large payloads outside history (or not)."""
         return replace(self, large_payloads=enabled)
+
+    def with_command_server(self, server: CommandServer | None) -> Catalog:
+        """This catalog, its runs' pasted commands naming `server` when it is not the default."""
+        return replace(self, command_server=server)
 
 
 CATALOG = Catalog(REGISTRY, OUTPUT_TYPES, AGENT_PROFILES)

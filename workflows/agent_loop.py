@@ -78,6 +78,7 @@ with workflow.unsafe.imports_passed_through():
         parse_text,
         render_output,
     )
+    from loop.pasted_commands import aimed_requests
     from loop.plan import plan_args
     from loop.progress import (
         first_scratchpad,
@@ -534,13 +535,14 @@ class AgentLoop:
     # -- what people see and send (`workflows.people.People`) -----------------------------------
 
     def status(self) -> AgentStatus:
-        """Where the run is: phase, iteration, usage, pending requests, recent steps."""
+        """Where the run is: phase, iteration, usage, pending requests (their commands naming
+        the worker's server: `loop.pasted_commands`), recent steps."""
         return run_status(
             self._pad,
             phase=self._phase,
             max_iterations=self._params.max_iterations if self._params else 0,
             stop_reason=self._stop_reason,
-            pending=self.pending(),
+            pending=aimed_requests(self.pending(), worker_catalog().command_server),
             running=self._round.running(self._events) if self._round is not None else (),
         )
 

@@ -27,7 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from contracts.agents import CHILD_PENDING_SIGNAL
     from contracts.approvals import HumanDecision, PendingRequest
     from contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
+    from loop.pasted_commands import aimed_requests
     from workflows.refusals import NO_INPUT
+    from workflows.worker_catalog import worker_catalog
 
 
 class People(Protocol):
@@ -136,5 +138,6 @@ class PeopleHandlers:
 
     @workflow.query(name="pending_approvals")
     def pending_approvals(self) -> list[PendingRequest]:
-        """Calls waiting for a person, each with the CLI command that answers it."""
-        return self.people.pending()
+        """Calls waiting for a person, each with the CLI command that answers it (naming the
+        worker's server when it is not the CLI's default: `loop.pasted_commands`)."""
+        return aimed_requests(self.people.pending(), worker_catalog().command_server)

@@ -73,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
         memory_turn,
         remember,
     )
+    from loop.pasted_commands import aimed_requests
     from loop.search_attributes import search_state
     from loop.session_details import idle_details, turn_details
     from loop.session_queue import queue_refusal
@@ -368,7 +369,7 @@ class SessionWorkflow(PeopleHandlers):
             turns=carry.turns,
             queued=len(carry.queued),
             running=carry.running,
-            pending=carry.pending,
+            pending=aimed_requests(carry.pending, worker_catalog().command_server),
             usage=carry.usage,
             remembered_turns=len(carry.memory),
             runs=carry.runs,
@@ -586,12 +587,13 @@ class SessionWorkflow(PeopleHandlers):
         answer its pending requests, or the totals and the command that sends a message."""
         carry = self._carry
         running = carry.running
+        server = worker_catalog().command_server  # what the pasted commands name
         if running is not None:
             details = turn_details(
                 running.turn,
                 running.message.text,
                 None if running.inline else running.workflow_id,
-                carry.pending,
+                aimed_requests(carry.pending, server),
             )
             phase: Phase | Literal["idle"] = "thinking"
         else:
@@ -602,6 +604,7 @@ class SessionWorkflow(PeopleHandlers):
                 carry.usage,
                 len(carry.queued),
                 last.incomplete if last is not None and last.turn == carry.turns else None,
+                server=server,
             )
             phase = "idle"
         workflow.set_current_details(details)
