@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from activities.mcp_config import load_mcp_config
+from contracts.command_server import CommandServer
 from contracts.policy import WorkerPolicy
 from runtime import search_attributes
 from runtime.dev_server import DevServer, is_listening, temporal_cli
@@ -65,6 +66,14 @@ def start_command(settings: AgentSettings, address: str | None, cli: str) -> str
         '{"prompt": "What is 17 * 25?"}',
     ]
     return f"{cli} {shlex.join(parts)}"
+
+
+def command_server(settings: AgentSettings, namespace: str) -> CommandServer | None:
+    """What the commands runs hand out name (AGENT_COMMAND_ADDRESS); None: the worker's own
+    server (`runtime.workers.build_workers`)."""
+    if settings.command_address is None:
+        return None
+    return CommandServer(address=settings.command_address, namespace=namespace)
 
 
 def reuse_message(address: str) -> str:
@@ -171,7 +180,9 @@ async def serve(settings: AgentSettings) -> None:
             client,
             task_queue=settings.task_queue,
             model=model,
-            catalog=CATALOG.with_search_attributes(await search_attributes.ensure(client)),
+            catalog=CATALOG.with_search_attributes(
+                await search_attributes.ensure(client)
+            ).with_command_server(command_server(settings, client.namespace)),
             workspace=settings.workspace.resolve(),
             drain_seconds=settings.drain_seconds,
             policy=WorkerPolicy(allow_run_auto_approve=settings.allow_run_auto_approve),

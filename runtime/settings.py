@@ -116,6 +116,7 @@ class AgentSettings(BaseSettings):
     | MCP_CONFIG | JSON file of MCP tool servers (Claude Desktop format; README) | unset |
     | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
     | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
+    | AGENT_COMMAND_ADDRESS | the server address pasted commands name (`--address`) | the worker's |
     | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
     | AGENT_PAYLOAD_KEY | base64 AES-256 key: encrypt every payload (docs/encryption.md) | unset |
     | AGENT_PAYLOAD_KEY_ID | name of that key, stored with each encrypted payload | default |
@@ -170,6 +171,10 @@ class AgentSettings(BaseSettings):
     dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)
     dev_server_ui_port: int = _env("TEMPORAL_DEV_UI_PORT", default=8233, gt=0, lt=65536)
     dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
+    command_address: str | None = _env("AGENT_COMMAND_ADDRESS", default=None, min_length=1)
+    """The address the commands runs hand out to be pasted name, where people reach the server
+    another way than the worker does (compose: the worker's `temporal:7233` is the host's
+    `localhost:7233`); unset: the worker's own (`loop.pasted_commands`)."""
     drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
     tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
     # -- long-term memory (tools/memory_store): PostgreSQL when the URL is set, else SQLite

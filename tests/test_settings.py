@@ -376,3 +376,17 @@ def test_worker_and_codec_server_refuse_invalid_settings_in_one_line() -> None:
     with server_from_env(port=0, env={"AGENT_PAYLOAD_KEY": generate_key(), **env}) as server:
         assert server.token == CODEC_TOKEN
         assert_no_secret(repr(server))
+
+
+def test_the_address_pasted_commands_name_can_be_set() -> None:
+    """AGENT_COMMAND_ADDRESS: compose's worker reaches `temporal:7233`, people on the host
+    `localhost:7233` (issue 31, item 8); unset, the worker's own server is named."""
+    from contracts.command_server import CommandServer
+    from worker import command_server
+
+    assert AgentSettings.from_env({}).command_address is None
+    assert command_server(AgentSettings.from_env({}), "default") is None
+    settings = AgentSettings.from_env({"AGENT_COMMAND_ADDRESS": "localhost:7233"})
+    assert command_server(settings, "prod") == CommandServer(
+        address="localhost:7233", namespace="prod"
+    )
