@@ -161,9 +161,7 @@ class AgentSettings(BaseSettings):
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
     model: str | None = _env("MODEL", default=None)
     model_streaming: bool = _env("MODEL_STREAMING", default=True)
-    model_tool_calling: Literal["native", "prompted"] = _env(
-        "MODEL_TOOL_CALLING", default="native"
-    )
+    model_tool_calling: Literal["native", "prompted"] = _env("MODEL_TOOL_CALLING", default="native")
     model_providers: SecretStr | None = _env("MODEL_PROVIDERS", default=None)
     model_providers_file: Path | None = _env("MODEL_PROVIDERS_FILE", default=None)
     # -- the worker
