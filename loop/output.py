@@ -156,13 +156,20 @@ def parse_final_result(spec: OutputSpec, arguments: str) -> tuple[Any, list[str]
     return spec.validate(value)
 
 
-def correction(spec: OutputSpec, errors: list[str]) -> str:
-    """What the model reads after an invalid answer."""
-    how = (
-        f"Call {FINAL_RESULT_TOOL} again with corrected arguments."
-        if spec.mode == "tool"
-        else "Answer again with JSON that matches the schema, and nothing else."
-    )
+def correction(spec: OutputSpec, errors: list[str], *, called: bool) -> str:
+    """What the model reads after an invalid answer: what was wrong and what to do now.
+
+    `called`: the answer was a `final_result` call (else text). A model that answered in text
+    where the run offers `final_result` is told to call it, not to call it "again"."""
+    if spec.mode != "tool":
+        how = "Reply with only JSON that matches the schema."
+    elif called:
+        how = f"Call {FINAL_RESULT_TOOL} with arguments that match the schema."
+    else:
+        how = (
+            f"Give your answer by calling the {FINAL_RESULT_TOOL} tool with arguments that "
+            "match the schema, not as text."
+        )
     return "Error: your answer does not match the output schema: " + "; ".join(errors) + f". {how}"
 
 
@@ -195,7 +202,7 @@ def read_typed_reply(pad: Scratchpad, reply: ModelReply, spec: OutputSpec) -> Re
     pad = pad.model_copy(update={"output_retries_used": used, "output_errors": errors})
     if used > spec.retries:
         return Reading(pad, Outcome(invalid_output=shorten(raw, 4_000, one_line=False)))
-    message = correction(spec, errors)
+    message = correction(spec, errors, called=bool(final_calls))
     if final_calls:
         refused = {c.id: message for c in final_calls}
         return Reading(pad, Outcome(), refused)

@@ -118,7 +118,7 @@ async def test_invalid_twice_then_valid(scripted_agent: ScriptedHarness) -> None
     second = scripted_agent.model.requests[1].messages
     assert second[-1].role == "tool" and second[-1].tool_call_id == "a"
     assert "'celsius' is a required property" in (second[-1].content or "")
-    assert "Call final_result again" in (second[-1].content or "")
+    assert "Call final_result with arguments that match the schema." in (second[-1].content or "")
     third = scripted_agent.model.requests[2].messages[-1].content or ""
     assert "celsius: 'warm' is not of type 'number'" in third
     assert [s.status for s in result.steps] == ["error", "error"]
@@ -165,6 +165,9 @@ async def test_a_text_answer_that_is_not_json_is_sent_back(scripted_agent: Scrip
     assert [m.role for m in retry[-2:]] == ["assistant", "user"]
     assert retry[-2].content == "It is 21 degrees in Paris."
     assert "not valid JSON" in (retry[-1].content or "")
+    # the model never called final_result: it is told to call it, not to call it "again"
+    told = retry[-1].content or ""
+    assert "by calling the final_result tool" in told and "again" not in told
 
 
 async def test_other_tools_run_before_the_final_result(scripted_agent: ScriptedHarness) -> None:
@@ -189,7 +192,8 @@ async def test_native_mode_asks_for_response_format(scripted_agent: ScriptedHarn
         "json_schema": {"name": "output", "schema": WEATHER, "strict": True},
     }
     assert FINAL_RESULT_TOOL not in [t.name for t in first.tools]
-    assert "Answer again with JSON" in (scripted_agent.model.requests[1].messages[-1].content or "")
+    told = scripted_agent.model.requests[1].messages[-1].content or ""
+    assert "Reply with only JSON that matches the schema." in told and "again" not in told
 
 
 async def test_a_registered_output_type(scripted_agent: ScriptedHarness) -> None:
