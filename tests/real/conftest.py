@@ -1,0 +1,101 @@
+"""Fixtures for the journeys against a real model (`make test-real`, tests marked `real_model`).
+
+- `real_model_server`: `llama-server` with Qwen2.5-Coder-1.5B and the project's chat template
+  (`scripts.real_model.RealModelServer`), started once for the session and stopped at its end.
+  `REAL_MODEL_BASE_URL=http://127.0.0.1:PORT/v1` uses one already running instead (a
+  `make real-model` in another shell), which saves its 5 s start while writing tests.
+- `real_worker`: `python worker.py` as `make run` starts it, pointed at that server by the
+  variables `make real-model` prints, on its own task queue of the session's Temporal dev server;
+  `real.cli` runs `agent` commands against it, `real.client` reads histories.
+
+Every journey goes through a documented interface (the `agent` command, the HTTP API of
+`agent serve`), then checks the run's history with `assert_clean_history`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from scripts.real_model import RealModelServer, worker_environment
+from testkit.crash_tools import WorkerProcess
+from tests.test_cli_run import AgentCli
+
+BASE_URL_ENV = "REAL_MODEL_BASE_URL"
+WORKER_ENV_DROPPED = (
+    "TEMPORAL_ADDRESS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MODEL",
+    "TASK_QUEUE",
+)
+
+
+@dataclass
+class RealModel:
+    """Where the real model answers."""
+
+    base_url: str
+
+
+@pytest.fixture(scope="session")
+def real_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealModel]:
+    """The real model's server for the session (see the module docstring)."""
+    if given := os.environ.get(BASE_URL_ENV):
+        yield RealModel(given)
+        return
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with RealModelServer(log_path=log) as server:
+        yield RealModel(server.base_url)
+
+
+@dataclass
+class RealWorker:
+    """`worker.py` against the real model, and the `agent` command pointed at it."""
+
+    cli: AgentCli
+    client: Client
+    address: str
+    task_queue: str
+    workspace: Path
+    process: WorkerProcess
+
+
+@pytest.fixture(scope="session")
+async def real_worker(
+    temporal_env: WorkflowEnvironment,
+    real_model_server: RealModel,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[RealWorker]:
+    root = tmp_path_factory.mktemp("real-worker")
+    workspace = root / "workspace"
+    workspace.mkdir()
+    address = temporal_env.client.service_client.config.target_host
+    task_queue = f"agents-real-{uuid.uuid4()}"
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
+    env |= worker_environment(real_model_server.base_url)
+    env |= {
+        "TEMPORAL_ADDRESS": address,
+        "TASK_QUEUE": task_queue,
+        "AGENT_WORKSPACE": str(workspace),
+        "MEMORY_DATABASE_PATH": str(root / "memory.db"),
+    }
+    process = await WorkerProcess.start(env, root / "worker.log", ready_timeout=90)
+    try:
+        yield RealWorker(
+            AgentCli(address, task_queue),
+            temporal_env.client,
+            address,
+            task_queue,
+            workspace,
+            process,
+        )
+    finally:
+        await process.stop()
