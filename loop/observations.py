@@ -40,12 +40,10 @@ class ToolFailure:
 def failure_observation(failure: ToolFailure) -> str:
     """The observation for a failed call: always starts with `Error:` so the model notices."""
     if failure.kind == "timeout":
+        timed_out = f"Error: timed out after {failure.timeout_seconds:g}s"
         if failure.attempts > 1:  # a tool that opted into retrying its timeouts
-            return (
-                f"Error: timed out after {failure.attempts} attempts of "
-                f"{failure.timeout_seconds:g}s"
-            )
-        return f"Error: timed out after {failure.timeout_seconds:g}s"
+            return f"{timed_out} ({failure.attempts} attempts)"
+        return timed_out
     if failure.kind == "retries_exhausted":
         tries = "attempt" if failure.attempts == 1 else "attempts"
         return f"Error: the tool failed after {failure.attempts} {tries}: {failure.message}"

@@ -1,7 +1,9 @@
-"""Tool timeouts (seed 001's exercise, issue 23 item 4): a tool that exceeds its start-to-close
-timeout becomes `Error: timed out after Ns` for the model at once, without retries; a tool that
-opts in (`retry_on_timeout=True`) is retried and its observation names the attempts. Real worker,
-real Temporal server, scripted model; attempts are read from the history and the tools' counters.
+"""Tool timeouts (seed 001's exercise, issue 23 item 4, issue 31 item 3): a tool that exceeds its
+start-to-close timeout becomes `Error: timed out after Ns` for the model at once, without retries;
+a tool that opts in (its own `retry_policy`, or `retry_on_timeout=True`) is retried and its
+observation names the attempts; `retry_on_timeout=False` keeps a tool's own policy off its
+timeouts. Real worker, real Temporal server, scripted model; attempts are read from the history
+and the tools' counters.
 """
 
 from __future__ import annotations
@@ -58,7 +60,23 @@ async def patient_lookup(args: NapArgs, ctx: ToolContext) -> str:
     return f"found on attempt {started[ctx.idempotency_key]}"
 
 
-CATALOG = TEST_CATALOG.extended(tools=[slow_lookup, patient_lookup])
+@tool(start_to_close_timeout=timedelta(seconds=1), retry_policy=QUICK_RETRY)
+async def policy_lookup(args: NapArgs, ctx: ToolContext) -> str:
+    """Look something up slowly; the tool gives its own retry policy (and nothing else)."""
+    started[ctx.idempotency_key] += 1
+    await asyncio.sleep(args.seconds)
+    return "found"
+
+
+@tool(start_to_close_timeout=timedelta(seconds=1), retry_policy=QUICK_RETRY, retry_on_timeout=False)
+async def hasty_lookup(args: NapArgs, ctx: ToolContext) -> str:
+    """Look something up slowly; its own retry policy, but timeouts are final."""
+    started[ctx.idempotency_key] += 1
+    await asyncio.sleep(args.seconds)
+    return "found"
+
+
+CATALOG = TEST_CATALOG.extended(tools=[slow_lookup, patient_lookup, policy_lookup, hasty_lookup])
 
 
 @pytest.fixture
@@ -99,7 +117,7 @@ async def test_a_tool_that_opts_in_is_retried_and_the_observation_names_the_atte
     [step] = result.steps
     assert (step.status, step.observation) == (
         "error",
-        "Error: timed out after 3 attempts of 1s",
+        "Error: timed out after 1s (3 attempts)",
     )
     assert started[f"{handle.id}/1/p1"] == 3
     assert await attempts_in_history(handle, "patient_lookup") == [3]
@@ -118,9 +136,42 @@ async def test_an_opted_in_tool_recovers_from_a_timed_out_attempt(
     assert await attempts_in_history(handle, "patient_lookup") == [2]
 
 
+async def test_a_tool_with_its_own_retry_policy_retries_its_timeouts(
+    harness: ScriptedHarness,
+) -> None:
+    """An explicit retry policy wins over the default of no retry on timeout (issue 31 item 3:
+    before, this ran once and history showed attempt 1 and NON_RETRYABLE_FAILURE)."""
+    harness.model.enqueue(tool_calls(call("policy_lookup", {"seconds": 30}, id="r1")), text("no"))
+    result, handle = await harness.run({"prompt": "look it up", "tools": ["policy_lookup"]})
+
+    [step] = result.steps
+    assert (step.status, step.observation) == ("error", "Error: timed out after 1s (3 attempts)")
+    assert started[f"{handle.id}/1/r1"] == 3
+    assert await attempts_in_history(handle, "policy_lookup") == [3]
+    sent = [m.content for m in harness.model.requests[1].messages if m.role == "tool"]
+    assert sent == ["Error: timed out after 1s (3 attempts)"]
+
+
+async def test_retry_on_timeout_false_keeps_a_tools_own_policy_off_its_timeouts(
+    harness: ScriptedHarness,
+) -> None:
+    harness.model.enqueue(tool_calls(call("hasty_lookup", {"seconds": 30}, id="h1")), text("no"))
+    result, handle = await harness.run({"prompt": "look it up", "tools": ["hasty_lookup"]})
+
+    assert [(s.status, s.observation) for s in result.steps] == [
+        ("error", "Error: timed out after 1s")
+    ]
+    assert started[f"{handle.id}/1/h1"] == 1
+    assert await attempts_in_history(handle, "hasty_lookup") == [1]
+
+
 def test_only_an_opted_in_tool_retries_a_start_to_close_timeout() -> None:
     default = activity_retry_policy(ToolOptions())
     assert START_TO_CLOSE_TIMEOUT in (default.non_retryable_error_types or [])
     assert default.maximum_attempts == 3  # transient failures are still retried
     opted = activity_retry_policy(ToolOptions(retry_on_timeout=True))
     assert START_TO_CLOSE_TIMEOUT not in (opted.non_retryable_error_types or [])
+    own = activity_retry_policy(ToolOptions(retry_policy=QUICK_RETRY))
+    assert START_TO_CLOSE_TIMEOUT not in (own.non_retryable_error_types or [])
+    refused = activity_retry_policy(ToolOptions(retry_policy=QUICK_RETRY, retry_on_timeout=False))
+    assert START_TO_CLOSE_TIMEOUT in (refused.non_retryable_error_types or [])

@@ -24,9 +24,11 @@ What is retried (seed 003: a tool's own errors are not retried, transport proble
 - A tool that passes `retry_policy=RetryPolicy(...)` opts in: every exception except `ToolError`
   is retried per that policy (for tools whose failures are usually transient).
 - An attempt that exceeds `start_to_close_timeout` is not retried (seed 001: the agent reads
-  `Error: timed out after 30s` at once, not after three slow attempts), unless the tool opts in
-  with `retry_on_timeout=True`: then it is retried per its policy and the agent reads
-  `Error: timed out after 3 attempts of 30s`.
+  `Error: timed out after 30s` at once, not after three slow attempts), unless the tool opts in:
+  a tool that gives its own `retry_policy` (an explicit policy wins), or sets
+  `retry_on_timeout=True`, is retried per its policy and the agent reads
+  `Error: timed out after 30s (3 attempts)`. `retry_on_timeout=False` keeps a tool with its own
+  policy from retrying its timeouts.
 When retries are used up the failure also becomes an observation (unless `on_error="stop"`).
 """
 
@@ -139,7 +141,8 @@ class ToolOptions:
     - `retry_policy`: None retries transient failures only (`TRANSIENT_RETRY`); a policy opts
       every exception but `ToolError` into retries (see the module docstring).
     - `retry_on_timeout`: retry an attempt that exceeds `start_to_close_timeout` (per the retry
-      policy); by default the timeout goes to the model at once.
+      policy). None (the default): retried when the tool gives its own `retry_policy`, else the
+      timeout goes to the model at once; True or False decides it (`retries_timeouts`).
     - `task_queue`: run the tool's activity on workers of another queue (say, with a GPU).
     - `on_error`: `continue` turns a failure into an observation; `stop` fails the whole run.
     - `requires_approval`: True, or a predicate on the validated arguments.
@@ -174,7 +177,7 @@ class ToolOptions:
     start_to_close_timeout: timedelta = timedelta(seconds=30)
     heartbeat_timeout: timedelta = timedelta(seconds=10)
     retry_policy: RetryPolicy | None = None
-    retry_on_timeout: bool = False
+    retry_on_timeout: bool | None = None
     task_queue: str | None = None
     on_error: Literal["continue", "stop"] = "continue"
     requires_approval: bool | Callable[[Any], bool] = False
@@ -227,6 +230,15 @@ class ToolOptions:
     @property
     def retries_everything(self) -> bool:
         """The tool opted into retrying every exception but `ToolError`."""
+        return self.retry_policy is not None
+
+    @property
+    def retries_timeouts(self) -> bool:
+        """Whether an attempt past `start_to_close_timeout` is retried: as `retry_on_timeout`
+        says, or (unset) when the tool gave its own `retry_policy` (its author chose how it is
+        retried; `maximum_attempts=3` means three attempts, slow ones included)."""
+        if self.retry_on_timeout is not None:
+            return self.retry_on_timeout
         return self.retry_policy is not None
 
     @property

@@ -6,8 +6,9 @@ up), unless the tool is set to stop the run (`on_error="stop"`).
 
 A timed-out attempt is not retried (seed 001: a tool that times out becomes `Error: timed out`
 for the agent; seed 003: a timeout is not a transport error, and retrying re-runs the slow
-logic), unless the tool opts in with `ToolOptions.retry_on_timeout`: then its observation names
-the attempts (`Error: timed out after 3 attempts of 30s`). A heartbeat timeout (the worker was
+logic), unless the tool opts in (its own `retry_policy`, or `retry_on_timeout=True`:
+`ToolOptions.retries_timeouts`): then its observation names the attempts (`Error: timed out
+after 30s (3 attempts)`). A heartbeat timeout (the worker was
 lost mid-call) is still retried like a transport failure.
 """
 
@@ -46,13 +47,13 @@ START_TO_CLOSE_TIMEOUT = "TemporalTimeout:StartToClose"
 def activity_retry_policy(options: ToolOptions) -> RetryPolicy:
     """The retry policy a tool's activity is scheduled with: the tool's (`ToolOptions.
     effective_retry_policy`), and a start-to-close timeout final unless the tool opts into
-    retrying it (`retry_on_timeout`).
+    retrying it (`ToolOptions.retries_timeouts`).
 
     Not behind a patch: the retry policy is an option of the scheduling command that replay
     does not compare (Temporal lets an operator change it on a running activity too), so runs
     recorded before replay as they ran; a call scheduled after the upgrade times out at once."""
     policy = options.effective_retry_policy
-    if options.retry_on_timeout:
+    if options.retries_timeouts:
         return policy
     never = [*(policy.non_retryable_error_types or []), START_TO_CLOSE_TIMEOUT]
     return dataclasses.replace(policy, non_retryable_error_types=never)
@@ -75,7 +76,7 @@ def tool_failure(error: ActivityError, options: ToolOptions) -> ToolFailure:
             else options.start_to_close_timeout
         )
         attempts = 1
-        if options.retry_on_timeout and error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
+        if options.retries_timeouts and error.retry_state == RetryState.MAXIMUM_ATTEMPTS_REACHED:
             attempts = options.effective_retry_policy.maximum_attempts
         return ToolFailure(
             "timeout", cause.message, timeout_seconds=limit.total_seconds(), attempts=attempts
