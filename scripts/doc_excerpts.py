@@ -274,37 +274,29 @@ async def worker_reuse(here: Stage) -> str:
 DEMO_INPUT = '{"prompt": "What is 17 * 25?"}'
 
 
-@recipe("temporal-start")
-async def temporal_start(here: Stage) -> str:
-    return await here.sh(
+def command_recipe(name: str, command: str) -> None:
+    """Register a block that is one command and what it printed."""
+
+    async def run(here: Stage) -> str:
+        return await here.sh(command)
+
+    recipe(name)(run)
+
+
+for _name, _command in [
+    (
+        "temporal-start",
         "temporal workflow start --type AgentWorkflow --task-queue agents "
-        f"--workflow-id agent-demo-1 --input {shlex.quote(DEMO_INPUT)}"
-    )
-
-
-@recipe("temporal-result")
-async def temporal_result(here: Stage) -> str:
-    return await here.sh("temporal workflow result --workflow-id agent-demo-1")
-
-
-@recipe("temporal-status")
-async def temporal_status(here: Stage) -> str:
-    return await here.sh("temporal workflow query --workflow-id agent-demo-1 --type status")
-
-
-@recipe("temporal-show")
-async def temporal_show(here: Stage) -> str:
-    return await here.sh("temporal workflow show --workflow-id agent-demo-1")
-
-
-@recipe("temporal-metadata")
-async def temporal_metadata(here: Stage) -> str:
-    return await here.sh("temporal workflow metadata --workflow-id agent-demo-1")
-
-
-@recipe("agent-run")
-async def agent_run(here: Stage) -> str:
-    return await here.sh("agent run 'What is 17 * 25?' --id calc-1")
+        f"--workflow-id agent-demo-1 --input {shlex.quote(DEMO_INPUT)}",
+    ),
+    ("temporal-result", "temporal workflow result --workflow-id agent-demo-1"),
+    ("temporal-status", "temporal workflow query --workflow-id agent-demo-1 --type status"),
+    ("temporal-show", "temporal workflow show --workflow-id agent-demo-1"),
+    ("temporal-metadata", "temporal workflow metadata --workflow-id agent-demo-1"),
+    ("agent-run", "agent run 'What is 17 * 25?' --id calc-1"),
+    ("agent-run-failed", "agent run x --tool nope --id failed-1"),
+]:
+    command_recipe(_name, _command)
 
 
 @recipe("agent-run-no-wait")
@@ -321,11 +313,6 @@ async def agent_run_exit_codes(here: Stage) -> str:
     code = f"$ echo $?\n{here.last_code}"
     as_json = await here.sh("agent run 'What is 2 + 2?' --id calc-3 --json")
     return f"{limited}\n{code}\n\n{as_json}"
-
-
-@recipe("agent-run-failed")
-async def agent_run_failed(here: Stage) -> str:
-    return await here.sh("agent run x --tool nope --id failed-1")
 
 
 @recipe("agent-run-piped")
