@@ -1,5 +1,5 @@
 """Events an activity publishes on its workflow's event stream (`contracts.events`): a model
-call's start and its text as it streams, a tool's progress.
+call's retried attempt (`model_call_retrying`) and its text as it streams, a tool's progress.
 
 They go through `WorkflowStreamClient.from_within_activity()`: batched, each batch one signal
 (`__temporal_workflow_stream_publish`, de-duplicated by publisher and sequence) in the
@@ -32,6 +32,7 @@ from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from contracts.events import (
     EVENTS_TOPIC,
     EventBase,
+    ModelCallRetrying,
     ModelCallStarted,
     ModelPurpose,
     ReasoningDelta,
@@ -187,13 +188,15 @@ class ActivityEvents:
 
 
 class ModelCallEvents(ActivityEvents):
-    """`model_call_started` for this attempt, then the reply's text and reasoning as deltas.
+    """How this attempt starts, then the reply's text and reasoning as deltas.
 
-    A retried attempt always publishes its start at once (it voids the earlier text). A first
-    attempt whose start the workflow published as it scheduled the call (`announced`, every
-    run with a stream) publishes only its text. Otherwise (a request that does not say so) the
-    start goes with the first batch of text, or after `STARTED_AFTER_SECONDS` of a call that
-    has not written any; a first attempt that answers sooner without text publishes nothing."""
+    A retried attempt publishes `model_call_retrying` at once (it voids the earlier text; the
+    call's one `model_call_started` is the workflow's, so a consumer counting open calls still
+    reaches zero at its `model_call_finished`). A first attempt whose start the workflow
+    published as it scheduled the call (`announced`, every run with a stream) publishes only its
+    text. Otherwise (a request that does not say so) `model_call_started` goes with the first
+    batch of text, or after `STARTED_AFTER_SECONDS` of a call that has not written any; a first
+    attempt that answers sooner without text publishes nothing."""
 
     def __init__(
         self,
@@ -271,8 +274,9 @@ class ModelCallEvents(ActivityEvents):
     def _gather(self) -> bool:
         found = False
         if not self._started and (self._chars or self._attempt > 1 or not self._closing):
+            start = ModelCallRetrying if self._attempt > 1 else ModelCallStarted
             self._started = self.publish(
-                ModelCallStarted(
+                start(
                     **self.base(),
                     model_call=self._model_call,
                     attempt=self._attempt,

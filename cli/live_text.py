@@ -21,7 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from contracts.events import AgentEvent, ModelCallFinished, ModelCallStarted, TextDelta
+from contracts.events import (
+    AgentEvent,
+    ModelCallFinished,
+    ModelCallRetrying,
+    ModelCallStarted,
+    TextDelta,
+)
 from contracts.model_io import CALL_MODEL_ACTIVITY, ModelProgress
 
 GAP = "…"
@@ -100,39 +106,48 @@ class LiveText:
 @dataclass
 class StreamText:
     """What to print of the run's event stream as the model writes: each `text_delta` as it
-    comes, a line when a call starts over (another `model_call_started` for the same call: a
-    retried attempt or the next fallback model; its earlier text is void), and the end of the
-    live text when the call's reply is recorded (`model_call_finished`, with the end of the text no
-    delta carried: its `rest`)."""
+    comes, a line when a call whose text was shown starts over (`model_call_retrying`: a
+    retried attempt, the next fallback model, the whole conversation again; or, from workers
+    before that event, another `model_call_started` for the same call; its earlier text is
+    void), and the end of the live text when the call's reply is recorded
+    (`model_call_finished`, with the end of the text no delta carried: its `rest`)."""
 
     call: tuple[int | None, int, str] | None = None
     attempt: int = 0
+    shown: bool = False
+    """Whether text of the open call was printed (a start-over then says it starts over)."""
 
     def update(self, event: AgentEvent) -> list[Output]:
         match event:
-            case ModelCallStarted():
+            case ModelCallStarted() | ModelCallRetrying():
                 call = (event.turn, event.model_call, event.purpose)
-                again = call == self.call
-                self.call, self.attempt = call, event.attempt
-                if not again:
-                    return []
-                why = (
-                    f"retried (attempt {event.attempt})"
-                    if event.attempt > 1
-                    else "sent to the next model"
-                )
-                return [Output("line", f"  ↻ model call {why}; it starts over")]
+                again = call == self.call and self.shown
+                self.call, self.attempt, self.shown = call, event.attempt, False
+                return [Output("line", f"  ↻ {start_over(event)}")] if again else []
             case TextDelta():
                 call = (event.turn, event.model_call, event.purpose)
                 if call != self.call:  # (its start was not seen: the view began after it)
                     self.call, self.attempt = call, event.attempt
                 if event.attempt < self.attempt:  # a late piece of a void attempt
                     return []
+                self.shown = True
                 return [Output("text", event.text)]
             case ModelCallFinished():
                 streaming = self.call == (event.turn, event.model_call, event.purpose)
-                self.call, self.attempt = None, 0
+                self.call, self.attempt, self.shown = None, 0, False
                 rest = [Output("text", event.rest)] if event.rest and streaming else []
                 return [*rest, Output("end", "")]
             case _:
                 return []
+
+
+def start_over(event: ModelCallStarted | ModelCallRetrying) -> str:
+    """Why a call whose text was shown starts over, in words."""
+    reason = event.reason if isinstance(event, ModelCallRetrying) else None
+    if reason == "fallback" or (reason is None and event.attempt == 1):
+        why = "sent to the next model"
+    elif reason == "resend":
+        why = "sent again whole (the worker lacked the conversation)"
+    else:
+        why = f"retried (attempt {event.attempt})"
+    return f"model call {why}; it starts over"

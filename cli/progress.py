@@ -51,7 +51,9 @@ POLL_SECONDS = 0.3
 STATUS_BACKSTOP_SECONDS = 3.0
 """With the stream quiet, the status is still asked this often (a session's child turn, whose
 events are on the child's own stream, changes the session's state without an event)."""
-LIVE_EVENT_TYPES = frozenset({"model_call_started", "text_delta", "reasoning_delta"})
+LIVE_EVENT_TYPES = frozenset(
+    {"model_call_started", "model_call_retrying", "text_delta", "reasoning_delta"}
+)
 """Events that only the live text shows: no reason to ask for the status."""
 DECIDE_TIMEOUT_SECONDS = 15.0
 """How long a decision may wait for a worker to accept it before the CLI gives up waiting."""

@@ -17,10 +17,12 @@ What every event carries:
   client holds always says where to resume (`Last-Event-ID`, `?after=N`).
 
 Events from the workflow are published deterministically (replay rebuilds the same log, adds no
-history event); events from activities (a retry's `model_call_started`, deltas,
-`tool_progress`) go through the stream's de-duplicating signal, batched. A model call retried
-after a worker died mid-stream publishes a new `model_call_started` with a higher `attempt`: a
-client discards the partial text of lower attempts of the same `model_call`.
+history event); events from activities (a retry's `model_call_retrying`, deltas,
+`tool_progress`) go through the stream's de-duplicating signal, batched. Each model call has one
+`model_call_started` and one `model_call_finished` (a consumer that counts open calls reaches
+zero); a call that starts over (an attempt retried after a failure or a worker that died
+mid-stream, or the next fallback model) publishes `model_call_retrying` in between: a client
+discards the partial text it showed for that `model_call`.
 """
 
 from __future__ import annotations
@@ -66,11 +68,11 @@ ModelPurpose = Literal["turn", "final_answer", "summary", "plan", "synthesis"]
 
 
 class ModelCallStarted(EventBase):
-    """Published by the workflow as it schedules a model call (attempt 1, each fallback
-    model), and by the `call_model` activity as a retried attempt starts. A
-    `model_call_started` for a `(turn, model_call, purpose)` that already
-    started voids the text and reasoning deltas received for it so far: the call starts
-    over."""
+    """Published once per model call, by the workflow as it schedules the call (its first
+    attempt of its first model); `model_call_finished` closes it. A call that starts over says so
+    with `model_call_retrying`. (Streams from workers before `model_call_retrying` carry a second
+    `model_call_started` for a retried attempt or a fallback model instead: a reader treats a
+    start for a call already open as `model_call_retrying`.)"""
 
     type: Literal["model_call_started"] = "model_call_started"
     model_call: int
@@ -81,6 +83,27 @@ class ModelCallStarted(EventBase):
     the deltas of a lower attempt of the same call are void."""
     model: str | None = None
     purpose: ModelPurpose = "turn"
+
+
+class ModelCallRetrying(EventBase):
+    """An open model call starts over: the text and reasoning deltas received for its
+    `(turn, model_call, purpose)` so far are void (the call stays open: no new start, and one
+    `model_call_finished` still closes it). Published by the `call_model` activity as a retried
+    attempt starts (`reason` `retry`: the last attempt failed, timed out, or its worker died),
+    and by the workflow as it asks the next fallback model (`fallback`) or sends the whole
+    conversation after a context cache miss (`resend`)."""
+
+    type: Literal["model_call_retrying"] = "model_call_retrying"
+    model_call: int
+    attempt: int
+    """The attempt that starts (the activity's attempt: 2, 3, ...; 1 for a fallback model's
+    first); later deltas carry it."""
+    model: str | None = None
+    purpose: ModelPurpose = "turn"
+    reason: Literal["retry", "fallback", "resend"] = "retry"
+    """`retry`: the activity's next attempt; `fallback`: the next fallback model; `resend`: the
+    whole conversation again, after the worker that took the call lacked what its context delta
+    builds on (the retry of a call whose worker died, on another worker)."""
 
 
 class TextDelta(EventBase):
@@ -299,6 +322,7 @@ class SessionEnded(EventBase):
 AgentEvent = Annotated[
     RunStarted
     | ModelCallStarted
+    | ModelCallRetrying
     | TextDelta
     | ReasoningDelta
     | ModelCallFinished
@@ -337,12 +361,20 @@ SESSION_TERMINAL_EVENT_TYPES = frozenset({"session_ended"})
 """Event types after which a session's stream has nothing more."""
 
 ACTIVITY_EVENT_TYPES = frozenset(
-    {"model_call_started", "text_delta", "reasoning_delta", "tool_progress"}
+    {
+        "model_call_started",
+        "model_call_retrying",
+        "text_delta",
+        "reasoning_delta",
+        "tool_progress",
+    }
 )
 """The only event types a run takes from its stream's publish signal (what its own activities
 publish, `activities/activity_events.py`), and only about a model or tool call it is running
 (`workflows.run_events.PublishGuard`); every other event on a run's stream is published by its
-workflow code. An activity that publishes a new type must add it here."""
+workflow code. (`model_call_started`: a first attempt the workflow did not announce, and
+retried attempts on workers from before `model_call_retrying`.) An activity that publishes a
+new type must add it here."""
 
 CHILD_TURN_EVENT_TYPES = frozenset({"turn_started", "turn_moved"})
 """A session's events that may name the child run whose stream carries the turn's events

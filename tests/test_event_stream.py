@@ -319,7 +319,8 @@ async def test_the_stream_survives_a_worker_restart(
 
 async def test_a_retried_model_call_marks_its_attempt(streamed: AgentHarness) -> None:
     """The stream of the first attempt breaks after some text; the retry publishes
-    `model_call_started` with attempt 2, and its deltas are the whole answer."""
+    `model_call_retrying` with attempt 2 (the call's one `model_call_started` stays the
+    workflow's), and its deltas are the whole answer."""
     answer = "A complete answer, streamed again from its start by the second attempt."
     streamed.fake.enqueue(
         fake.streamed(answer, piece_seconds=WRITING, piece_chars=5, drop_after=6),
@@ -329,7 +330,9 @@ async def test_a_retried_model_call_marks_its_attempt(streamed: AgentHarness) ->
     events = await collect(streamed, handle.id)
     assert (await handle.result()).answer == answer
     starts = [e.model_dump() for e in events if e.type == "model_call_started"]
-    assert [s["attempt"] for s in starts] == [1, 2]
+    assert [s["attempt"] for s in starts] == [1]
+    retries = [e.model_dump() for e in events if e.type == "model_call_retrying"]
+    assert [(r["attempt"], r["reason"]) for r in retries] == [(2, "retry")]
     first_text = "".join(
         e.model_dump()["text"]
         for e in events
@@ -338,7 +341,8 @@ async def test_a_retried_model_call_marks_its_attempt(streamed: AgentHarness) ->
     assert first_text and answer.startswith(first_text) and first_text != answer
     second = [e for e in events if e.type == "text_delta" and e.model_dump()["attempt"] == 2]
     assert "".join(e.model_dump()["text"] for e in second) == answer
-    assert index(events, "model_call_started") < events.index(second[0])
+    assert index(events, "model_call_retrying") < events.index(second[0])
+    assert [e.type for e in events].count("model_call_finished") == 1
 
 
 async def test_tool_progress_shows_in_the_stream_and_in_status(streamed: AgentHarness) -> None:

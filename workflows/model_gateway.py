@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         MODEL_UNUSABLE,
         NO_PRICE_FOR_MODEL,
     )
-    from contracts.events import ModelCallStarted
+    from contracts.events import ModelCallRetrying, ModelCallStarted
     from contracts.messages import ChatMessage
     from contracts.model_io import (
         CALL_MODEL_ACTIVITY,
@@ -74,6 +74,9 @@ MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 AFFINITY_FALLBACK = timedelta(seconds=5)
 """How long a model call waits on the worker-specific queue of the worker that holds its
 conversation before it goes to the shared queue instead (that worker is gone or stuck)."""
+MODEL_CALL_RESEND_PATCH = "model-call-resend-event"
+"""Patch id of the `model_call_retrying` a resend after a cache miss publishes (`_announced`):
+a run recorded before it replays its stream without that event, so no offset shifts."""
 Purpose = Literal["turn", "final_answer", "summary"]
 
 
@@ -331,16 +334,26 @@ class ModelGateway:
             held.worker_queue = queue
         held.holder = reply_worker(reply)
 
-    def _announced(self, request: ModelRequest, model: str | None) -> bool:
-        """Publish the call's `model_call_started` (attempt 1) from the workflow, where the run
-        has a stream; whether it was published. (No patch: publishing is no command, and no
-        release had the stream without this event, so no stream's offsets shift on replay.)"""
+    def _announced(
+        self, request: ModelRequest, model: str | None, *, again: Literal["", "fallback", "resend"]
+    ) -> ModelEvents | None:
+        """Say on the run's stream that the call is asked, where the run has one; what the
+        call's activity then needs to publish its own events (`announced`: no start of its
+        own). First (`again` empty): the call's one `model_call_started` (attempt 1). Asked
+        again, the call starts over: `model_call_retrying`, for the next fallback model
+        (`fallback`: in place of a second `model_call_started`, at the same offset) or for the
+        whole conversation after the worker lacked what a delta builds on (`resend`: the retried
+        attempt of a call whose worker died misses there; one more event, so behind
+        `MODEL_CALL_RESEND_PATCH`). No patch otherwise: publishing is no command."""
         if self._run_events is None:
-            return False
-        self._run_events.emit(
-            ModelCallStarted, model_call=request.turn, model=model, purpose=request.purpose
-        )
-        return True
+            return self._events
+        fields = {"model_call": request.turn, "model": model, "purpose": request.purpose}
+        if not again:
+            self._run_events.emit(ModelCallStarted, **fields)
+        elif again == "fallback" or workflow.patched(MODEL_CALL_RESEND_PATCH):
+            self._run_events.emit(ModelCallRetrying, attempt=1, reason=again, **fields)
+        events = self._events
+        return events.model_copy(update={"announced": True}) if events is not None else None
 
     async def _call(self, request: ModelRequest, *, announce: bool = True) -> ModelAnswer | None:
         """Run the `call_model` activity with each model in turn until one answers; None when
@@ -350,11 +363,13 @@ class ModelGateway:
         started = workflow.now()
         failures: list[ModelFailure] = []
         index = 0
+        events, announced = self._events, None  # (the model index last announced)
+        again: Literal["", "fallback", "resend"]
         while index < len(self._models):
             model = self._models[index]
-            events = self._events
-            if announce and self._announced(request, model) and events is not None:
-                events = events.model_copy(update={"announced": True})
+            if index != announced:  # (the same one again: no worker took it, nothing shown)
+                again = "fallback" if announced is not None else "" if announce else "resend"
+                events, announced = self._announced(request, model, again=again), index
             asked = request.model_copy(update={"model": model, "events": events})
             config: ActivityConfig = {
                 **self._config,

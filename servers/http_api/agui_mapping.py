@@ -4,7 +4,8 @@ per AG-UI run, that keeps what the protocol needs to pair starts with ends.
 - the AG-UI run begins: `RUN_STARTED`;
 - `text_delta`: `TEXT_MESSAGE_START` (one message per model call and attempt), `..._CONTENT`;
 - `reasoning_delta`: `REASONING_START`, `REASONING_MESSAGE_START`, `..._CONTENT`;
-- `model_call_started` / `_finished`, `tool_call_started`: the open message ends (`..._END`);
+- `model_call_started` / `_retrying` / `_finished`, `tool_call_started`: the open message ends
+  (`..._END`);
 - `tool_call_started`: `TOOL_CALL_START`, `TOOL_CALL_ARGS` (the arguments as JSON), `..._END`;
 - `tool_call_finished`: `TOOL_CALL_RESULT` (a call that never ran, rejected say, starts first);
   not for a frontend tool's call this input answered (the client holds its result already);
@@ -20,9 +21,10 @@ per AG-UI run, that keeps what the protocol needs to pair starts with ends.
 - `run_failed`: `RUN_ERROR`.
 
 `CUSTOM` events are named `durable_agents.<type>` and carry our event as JSON. A model call
-retried after a worker died starts a new message (AG-UI cannot take text back); its
-`durable_agents.model_call_started` event, with `attempt` > 1, tells a client to drop the
-partial one. Text of calls the user does not read (a context summary, a plan) is not sent.
+that starts over (retried after a worker died, the next fallback model) starts a new message
+(AG-UI cannot take text back); its `durable_agents.model_call_retrying` event tells a client to
+drop the partial one (from workers before that event: `durable_agents.model_call_started` with
+`attempt` > 1). Text of calls the user does not read (a context summary, a plan) is not sent.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from contracts.events import (
     ApprovalRequested,
     ClientToolRequested,
     ModelCallFinished,
+    ModelCallRetrying,
     ModelCallStarted,
     PlanUpdated,
     QuestionAnswered,
@@ -137,9 +140,13 @@ class AguiTranslator:
             out.append(
                 TextMessageContentEvent(message_id=self._text or "", delta=event.rest, timestamp=at)
             )
-        if isinstance(event, ModelCallStarted | ModelCallFinished | ToolCallStarted):
+        if isinstance(
+            event, ModelCallStarted | ModelCallRetrying | ModelCallFinished | ToolCallStarted
+        ):
             out += self._end_reasoning(at) + self._end_text(at)
-        if isinstance(event, ModelCallStarted) and event.purpose in SHOWN_PURPOSES:
+        if isinstance(event, ModelCallStarted | ModelCallRetrying) and (
+            event.purpose in SHOWN_PURPOSES
+        ):
             self._streamed = False
         elif isinstance(event, ToolCallStarted):
             self._arguments[event.call_id or ""] = event.arguments

@@ -274,9 +274,10 @@ function show(type, e) {
     case "turn_moved":
       chat(el("div", { class: "note" }, "the turn outgrew the session: it goes on as ", runLink(e.child_workflow_id, e.child_workflow_id)));
       break;
-    case "model_call_started":
-      if (e.attempt > 1 && state.bubbles.has(bubbleKey(e))) {
-        state.bubbles.get(bubbleKey(e)).textContent = ""; // a retried call starts its text over
+    case "model_call_started": // (attempt > 1: a retry, as workers before model_call_retrying said it)
+    case "model_call_retrying":
+      if ((type === "model_call_retrying" || e.attempt > 1) && state.bubbles.has(bubbleKey(e))) {
+        state.bubbles.get(bubbleKey(e)).textContent = ""; // a call that starts over: its text too
       }
       break;
     case "text_delta":
