@@ -55,6 +55,11 @@ async def model_results(client: Client, handle: WorkflowHandle[Any, Any]) -> lis
     return replies
 
 
+def quickly_retried(prompt: str, tool: str) -> dict[str, Any]:
+    """A run whose killed model call is retried within seconds (3 s timeout, 3 attempts)."""
+    return {"prompt": prompt, "tools": [tool], "model_timeout_seconds": 3, "model_max_attempts": 3}
+
+
 def model_call_events(events: list[AgentEvent]) -> list[tuple[str, int, int]]:
     """The stream's model call events as `(type, model_call, attempt)`."""
     return [
@@ -85,14 +90,7 @@ async def test_kill_while_a_reply_is_streaming(
         fake.streamed("The answer is 5."),
     )
     first = await cluster.start_worker()
-    handle = await cluster.start_run(
-        {
-            "prompt": "What is 2 + 3?",
-            "tools": ["calculator"],
-            "model_timeout_seconds": 3,
-            "model_max_attempts": 3,
-        }
-    )
+    handle = await cluster.start_run(quickly_retried("What is 2 + 3?", "calculator"))
     # The worker has received part of the reply: its heartbeat shows the text so far.
     partial = PARTIAL[: 4 * (HELD_AFTER - 1)]
 
@@ -158,14 +156,7 @@ async def test_a_call_after_a_worker_died_is_announced_once(
         fake.streamed("done after the crash, in pieces that stream", piece_chars=4),
     )
     first = await cluster.start_worker()
-    handle = await cluster.start_run(
-        {
-            "prompt": "model crash",
-            "tools": ["crash_effect"],
-            "model_timeout_seconds": 3,
-            "model_max_attempts": 3,
-        }
-    )
+    handle = await cluster.start_run(quickly_retried("model crash", "crash_effect"))
     await eventually(lambda: fake_model.request_count == 2, what="the second model call")
     await cluster.kill(first)
     await cluster.start_worker()

@@ -43,12 +43,17 @@ class NapArgs(BaseModel):
     first_attempt_only: bool = False
 
 
-@tool(start_to_close_timeout=timedelta(seconds=1))
-async def slow_lookup(args: NapArgs, ctx: ToolContext) -> str:
-    """Look something up slowly (longer than its one-second limit)."""
+async def nap(args: NapArgs, ctx: ToolContext) -> str:
+    """What the slow tools do: count the attempt, take `args.seconds`, find it."""
     started[ctx.idempotency_key] += 1
     await asyncio.sleep(args.seconds)
     return "found"
+
+
+@tool(start_to_close_timeout=timedelta(seconds=1))
+async def slow_lookup(args: NapArgs, ctx: ToolContext) -> str:
+    """Look something up slowly (longer than its one-second limit)."""
+    return await nap(args, ctx)
 
 
 @tool(start_to_close_timeout=timedelta(seconds=1), retry_on_timeout=True, retry_policy=QUICK_RETRY)
@@ -63,17 +68,13 @@ async def patient_lookup(args: NapArgs, ctx: ToolContext) -> str:
 @tool(start_to_close_timeout=timedelta(seconds=1), retry_policy=QUICK_RETRY)
 async def policy_lookup(args: NapArgs, ctx: ToolContext) -> str:
     """Look something up slowly; the tool gives its own retry policy (and nothing else)."""
-    started[ctx.idempotency_key] += 1
-    await asyncio.sleep(args.seconds)
-    return "found"
+    return await nap(args, ctx)
 
 
 @tool(start_to_close_timeout=timedelta(seconds=1), retry_policy=QUICK_RETRY, retry_on_timeout=False)
 async def hasty_lookup(args: NapArgs, ctx: ToolContext) -> str:
     """Look something up slowly; its own retry policy, but timeouts are final."""
-    started[ctx.idempotency_key] += 1
-    await asyncio.sleep(args.seconds)
-    return "found"
+    return await nap(args, ctx)
 
 
 CATALOG = TEST_CATALOG.extended(tools=[slow_lookup, patient_lookup, policy_lookup, hasty_lookup])
