@@ -1,7 +1,11 @@
 """Serving a gateway's ASGI app on 127.0.0.1 with uvicorn, for `agent mcp --http` and `agent a2a`.
 
 Loopback only: the gateways have no authentication of their own (a client that reaches the port
-can start runs and approve their calls), so they are not offered beyond the machine."""
+can start runs and approve their calls), so they are not offered beyond the machine. For the
+same reason web pages must not reach them through the user's browser: every request passes
+`servers.request_guards.RequestGuard` first (421 to a `Host` not served, 403 to another web
+origin, 415 to a POST that is not JSON), with the names and origins of `--allowed-host` and
+`--allowed-origin`."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import sys
 from typing import Any
 
 from cli.errors import CliError
+from servers.request_guards import GuardSettings, RequestGuard, allowed_host_names
 
 HOST = "127.0.0.1"
 SHUTDOWN_GRACE_SECONDS = 5
@@ -24,6 +29,34 @@ def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) ->
     parser.add_argument(
         "--port", type=int, default=default, metavar="N", help=f"{help} (default {default})"
     )
+
+
+def add_guard_options(parser: argparse.ArgumentParser) -> None:
+    """`--allowed-host NAME` and `--allowed-origin ORIGIN` (`RequestGuard`)."""
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the server is reached by besides 127.0.0.1 and localhost (repeat); "
+        "any other Host header is answered 421",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (http://host:port) whose pages may call the server (repeat); "
+        "requests from any other origin but the server's own are answered 403",
+    )
+
+
+def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
+    """`app` behind the browser guard, with the command line's host names and origins."""
+    settings = GuardSettings(
+        allowed_host_names(HOST, args.allowed_host), frozenset(args.allowed_origin)
+    )
+    return RequestGuard(app, settings)
 
 
 def check_port(port: int) -> None:

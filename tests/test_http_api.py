@@ -190,11 +190,11 @@ async def test_steer_then_cancel(api: LiveApi, agent: AgentHarness) -> None:
     )
     assert steered.status_code == 200, steered.text
     assert steered.json() == {"workflow_id": workflow_id, "queued": 1}
-    cancelled = await api.http.post(f"/v1/runs/{workflow_id}/cancel")
+    cancelled = await api.http.post(f"/v1/runs/{workflow_id}/cancel", json={})
     assert cancelled.status_code == 202
     result = (await api.http.get(f"/v1/runs/{workflow_id}/result?wait=true")).json()
     assert result["status"] == "cancelled"
-    again = await api.http.post(f"/v1/runs/{workflow_id}/cancel")
+    again = await api.http.post(f"/v1/runs/{workflow_id}/cancel", json={})
     assert again.status_code == 409
     assert (await api.http.get(f"/v1/runs/{workflow_id}/pending")).json() == []
     assert (await api.http.get(f"/v1/runs/{wid('nope')}")).status_code == 404

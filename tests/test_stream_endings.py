@@ -105,7 +105,7 @@ async def test_a_cancelled_run_ends_with_run_failed_cancelled(
 ) -> None:
     workflow_id = await start_waiting(agent)
     following = await live_stream(api, workflow_id)
-    cancelled = await api.http.post(f"/v1/runs/{workflow_id}/cancel")
+    cancelled = await api.http.post(f"/v1/runs/{workflow_id}/cancel", json={})
     assert cancelled.status_code == 202, cancelled.text
     end = the_end(await asyncio.wait_for(following, STREAM_SECONDS))
     assert end["type"] == "run_failed" and end["outcome"] == "cancelled" and end["cancelled"]

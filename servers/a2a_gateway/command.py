@@ -15,6 +15,7 @@ DEFAULT_PORT = 8766
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `agent a2a`."""
     http_serving.add_port_option(parser, DEFAULT_PORT, "the HTTP port on 127.0.0.1")
+    http_serving.add_guard_options(parser)
 
 
 async def a2a(args: argparse.Namespace, ctx: Context) -> int:
@@ -27,7 +28,7 @@ async def a2a(args: argparse.Namespace, ctx: Context) -> int:
     url = f"http://{http_serving.HOST}:{args.port}/"
     app = build_app(control, url)
     await http_serving.serve(
-        app,
+        http_serving.guarded(app, args),
         args.port,
         f"A2A server on {url} (agent card: {url}.well-known/agent-card.json) · Temporal "
         f"{ctx.target.address} · task queue {ctx.target.task_queue}",

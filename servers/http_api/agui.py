@@ -85,6 +85,8 @@ async def respond(request: Request, sessions: Sessions, runs: Runs, feeds: Feeds
     """The AG-UI response to one `RunAgentInput` (see the module docstring)."""
     try:
         raw = json.loads(await request.body())
+    except RecursionError:  # as FastAPI answers it on the other routes: 400, not a crash
+        return JSONResponse({"error": "the body is JSON nested too deeply"}, status_code=400)
     except ValueError:
         return invalid([{"field": "body", "message": "not valid JSON"}])
     try:

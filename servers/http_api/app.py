@@ -44,6 +44,7 @@ from servers.http_api.sse import (
     session_event_stream,
     session_resume,
 )
+from servers.request_guards import GuardSettings, RequestGuard, allowed_host_names
 
 STATIC = Path(__file__).parent / "static"
 Id = Annotated[str, "a workflow id (may hold '/', e.g. a session's child turn)"]
@@ -77,10 +78,17 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     app.state.sessions = sessions
     app.state.config = config
 
-    # Outermost last: CORS answers preflights, then the body limit, then the token.
+    # Outermost last: CORS answers preflights, then the browser guard (Host, Origin, JSON
+    # bodies), then the body limit, then the token.
     if config.token is not None:
         app.add_middleware(BearerAuth, token=config.token)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(
+        RequestGuard,
+        settings=GuardSettings(
+            allowed_host_names("", config.allowed_hosts), frozenset(config.cors_origins)
+        ),
+    )
     if config.cors_origins:
         app.add_middleware(
             CORSMiddleware,

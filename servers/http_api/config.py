@@ -17,6 +17,7 @@ from runtime.event_stream import StreamReading
 
 TOKEN_ENV = "AGENT_API_TOKEN"
 CORS_ENV = "AGENT_API_CORS_ORIGINS"
+ALLOWED_HOSTS_ENV = "AGENT_API_ALLOWED_HOSTS"
 MAX_BODY_ENV = "AGENT_API_MAX_BODY_BYTES"
 WEB_UI_ENV = "AGENT_WEB_UI_URL"
 STREAM_READ_ENV = "AGENT_SERVE_STREAM_READ"
@@ -37,6 +38,9 @@ class ServeConfig:
 
     token: str | None = field(default=None, repr=False)
     cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()
+    """`Host` names served besides loopback's (`servers.request_guards`): the bound address and
+    `--allowed-host` / `AGENT_API_ALLOWED_HOSTS`; any other `Host` is 421."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     web_ui_url: str | None = None
     """Where the console links each run (`<url>/namespaces/<ns>/workflows/<id>`)."""
@@ -55,6 +59,7 @@ class ServeConfig:
         namespace: str = "default",
         task_queue: str = "agents",
         cors_origins: tuple[str, ...] = (),
+        allowed_hosts: tuple[str, ...] = (),
         web_ui_url: str | None = None,
         stream_reading: str | None = None,
     ) -> ServeConfig:
@@ -65,6 +70,9 @@ class ServeConfig:
             raise ConfigError(f"{TOKEN_ENV} is too short: use at least 16 characters")
         origins = cors_origins or tuple(
             o.strip() for o in environ.get(CORS_ENV, "").split(",") if o.strip()
+        )
+        hosts = allowed_hosts + tuple(
+            h.strip() for h in environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()
         )
         limit_text = environ.get(MAX_BODY_ENV)
         try:
@@ -82,6 +90,7 @@ class ServeConfig:
         return cls(
             token=token,
             cors_origins=origins,
+            allowed_hosts=hosts,
             max_body_bytes=limit,
             web_ui_url=(web_ui_url or environ.get(WEB_UI_ENV) or None),
             namespace=namespace,

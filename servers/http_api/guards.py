@@ -1,5 +1,7 @@
 """The bearer token and the body size limit, as plain ASGI middleware (they run before any
-route parses anything, and answer in the same JSON shape as every other error).
+route parses anything, and answer in the same JSON shape as every other error); the checks
+every server makes against browsers (`Host`, `Origin`, JSON bodies) are
+`servers.request_guards`.
 
 The token is compared in constant time (`hmac.compare_digest`) so its length or prefix cannot
 be learnt from how fast a wrong one is refused. The console's files (`/`, `/static/...`) and
@@ -9,32 +11,13 @@ be learnt from how fast a wrong one is refused. The console's files (`/`, `/stat
 from __future__ import annotations
 
 import hmac
-import json
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 
 from starlette.exceptions import HTTPException
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from servers.request_guards import ASGIApp, Message, Receive, Scope, Send, send_json
 
 PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
 PUBLIC_PREFIXES = ("/static/",)
-
-
-async def send_json(send: Send, status: int, body: dict[str, Any], **headers: str) -> None:
-    """A complete JSON response."""
-    data = json.dumps(body).encode()
-    raw_headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(data)).encode()),
-    ]
-    raw_headers += [(k.lower().replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": data})
 
 
 def bearer(scope: Scope) -> str | None:

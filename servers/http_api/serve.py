@@ -29,6 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a browser origin allowed to call the API (repeat; env AGENT_API_CORS_ORIGINS)",
     )
     parser.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a host name the server is reached by besides the listen address and localhost "
+        "(repeat; '*' for any, behind a proxy that checks it; env AGENT_API_ALLOWED_HOSTS); "
+        "any other Host header is answered 421",
+    )
+    parser.add_argument(
         "--web-ui",
         metavar="URL",
         help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default "
@@ -82,6 +90,7 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
             namespace=target.namespace,
             task_queue=target.task_queue,
             cors_origins=tuple(args.cors_origin or ()),
+            allowed_hosts=(args.host, *(args.allowed_host or ())),
             web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
             stream_reading=args.stream_read,
         )

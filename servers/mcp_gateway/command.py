@@ -23,10 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"serve streamable HTTP at http://127.0.0.1:PORT{MCP_PATH} instead of stdio",
     )
     http_serving.add_port_option(parser, DEFAULT_PORT, "the HTTP port, with --http")
+    http_serving.add_guard_options(parser)
 
 
 async def mcp(args: argparse.Namespace, ctx: Context) -> int:
     """Serve until the client goes away (stdio) or Ctrl-C (HTTP)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from servers.mcp_gateway.server import build_server  # the SDK only for this command
     from servers.run_control import connect_control
 
@@ -35,10 +38,16 @@ async def mcp(args: argparse.Namespace, ctx: Context) -> int:
     if not args.http:
         await server.run_stdio_async()
         return OK
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=http_serving.HOST)
+    # The SDK's own Host/Origin check (any port of localhost) gives way to `RequestGuard`, the
+    # one every server here shares: this server's own origin only, 415 to a POST not JSON.
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=http_serving.HOST,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     url = f"http://{http_serving.HOST}:{args.port}{MCP_PATH}"
     await http_serving.serve(
-        app,
+        http_serving.guarded(app, args),
         args.port,
         f"MCP server (streamable HTTP) on {url} · Temporal {ctx.target.address} · "
         f"task queue {ctx.target.task_queue}",

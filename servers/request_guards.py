@@ -1,0 +1,168 @@
+"""What every server of this project checks before a route sees a request: that it was meant
+for this server, and that a web page elsewhere cannot make the user's browser send it.
+
+`agent serve`, `agent a2a` and `agent mcp --http` listen on loopback without a token by
+default, so any web page the user visits could reach them. Two browser tricks need no
+credentials at all:
+
+- **cross-site requests**: a page on another origin POSTs a *simple request* (text/plain, a
+  form, or no Content-Type), which a browser sends without asking the server first (no CORS
+  preflight). The page cannot read the answer, but the request does its work: it starts a run,
+  sends a message into a session, cancels a run;
+- **DNS rebinding**: a page rebinds its own domain to 127.0.0.1 and becomes same-origin with
+  the server: it can then read what waits (with the digests) and approve it. Its requests name
+  the attacker's domain in `Host`.
+
+`RequestGuard` answers, before any route reads anything:
+
+- 421 to a `Host` that is not one this server is served under (`allowed_host_names`: the bound
+  address, `localhost` and its loopback addresses, and names configured), as the MCP SDK does;
+- 403 to an `Origin` that is neither absent, nor the server's own (`http://` + the request's
+  `Host`, once that is known to be ours), nor configured (the HTTP API's CORS origins);
+- 415 to a POST, PUT or PATCH whose body is not declared `application/json`, empty bodies
+  included: a browser sends only text/plain, a form or no type without a preflight, and a
+  preflight for JSON from another origin fails unless that origin is allowed;
+- 400 to a header value over `MAX_HEADER_BYTES` (a huge `Last-Event-ID`, say), naming it.
+
+Every refusal is a JSON body `{"error": "..."}` saying what to send instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK_HOST_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+"""The names a loopback server is always reached by."""
+ANY_HOST = "*"
+"""A configured host name that lets every `Host` through (behind a proxy that checks it)."""
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", ""})
+"""Bind addresses that name no host (every interface): not a `Host` anyone sends."""
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+"""The methods whose body must be JSON (POST is the only one a browser sends cross-site
+without a preflight; PUT and PATCH are checked alike)."""
+JSON_MEDIA_TYPE = "application/json"
+MAX_HEADER_BYTES = 8 * 1024
+"""Longest header value taken (a bearer token, a `Last-Event-ID`, an `Mcp-Session-Id` are far
+shorter); a longer one is 400 naming the header."""
+
+
+async def send_json(send: Send, status: int, body: dict[str, Any], **headers: str) -> None:
+    """A complete JSON response."""
+    data = json.dumps(body).encode()
+    raw_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+    ]
+    raw_headers += [(k.lower().replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def host_name(host: str) -> str:
+    """The name part of a `Host` header or a bind address, lower case, without its port,
+    brackets or trailing dot: `[::1]:8000` -> `::1`, `LocalHost.:80` -> `localhost`."""
+    value = host.strip().lower()
+    if value.startswith("["):
+        value = value[1:].partition("]")[0]
+    elif value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def allowed_host_names(bind: str, configured: Iterable[str] = ()) -> frozenset[str]:
+    """The `Host` names a server bound to `bind` answers: the bound address (unless it is a
+    wildcard), the loopback names, and the configured ones."""
+    names = set(LOOPBACK_HOST_NAMES) | {host_name(name) for name in configured if name.strip()}
+    bound = host_name(bind)
+    if bound not in WILDCARD_ADDRESSES:
+        names.add(bound)
+    return frozenset(names)
+
+
+def media_type(content_type: str | None) -> str | None:
+    """`application/json` of `application/json; charset=utf-8`; None when there is none."""
+    if content_type is None:
+        return None
+    return content_type.partition(";")[0].strip().lower() or None
+
+
+@dataclass(frozen=True)
+class GuardSettings:
+    """What `RequestGuard` lets through."""
+
+    host_names: frozenset[str]
+    """`allowed_host_names(...)`; `*` among them lets every `Host` through."""
+    origins: frozenset[str] = frozenset()
+    """Origins allowed besides the server's own (`http://host:port`, exactly; `*`: any)."""
+    option_hint: str = "--allowed-host"
+    """The option that adds a host name, named in the 421."""
+
+    def host_allowed(self, host: str) -> bool:
+        return ANY_HOST in self.host_names or host_name(host) in self.host_names
+
+    def origin_allowed(self, origin: str, scheme: str, host: str) -> bool:
+        own = f"{'https' if scheme in ('https', 'wss') else 'http'}://{host.strip().lower()}"
+        return origin.lower() == own or origin in self.origins or ANY_HOST in self.origins
+
+
+class RequestGuard:
+    """421 / 403 / 415 / 400 before the application sees the request (see the module doc).
+    CORS preflights (`OPTIONS`) pass the `Host` and `Origin` checks only: the CORS middleware
+    answers them."""
+
+    def __init__(self, app: ASGIApp, settings: GuardSettings) -> None:
+        self.app = app
+        self.settings = settings
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            status, message = refusal
+            await send_json(send, status, {"error": message})
+            return
+        await self.app(scope, receive, send)
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """The status and message that refuse this request, or None to let it through."""
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope.get("headers", []):
+            name = raw_name.decode("latin-1").lower()
+            if len(raw_value) > MAX_HEADER_BYTES:
+                return 400, f"the {name} header is over the limit of {MAX_HEADER_BYTES} bytes"
+            headers.setdefault(name, raw_value.decode("latin-1"))
+        host = headers.get("host", "")
+        if not host or not self.settings.host_allowed(host):
+            return 421, (
+                f"this server is not served as {host or '(no Host header)'!r}: send the request "
+                f"to 127.0.0.1 or localhost, or start the server with {self.settings.option_hint} "
+                f"{host_name(host) or 'NAME'} to serve that name"
+            )
+        origin = headers.get("origin")
+        if origin is not None and not self.settings.origin_allowed(
+            origin, scope.get("scheme", "http"), host
+        ):
+            return 403, (
+                f"requests from the web origin {origin!r} are refused: only this server's own "
+                "pages (and origins configured for it) may call it"
+            )
+        if scope.get("method") in BODY_METHODS:
+            declared = media_type(headers.get("content-type"))
+            if declared != JSON_MEDIA_TYPE:
+                shown = "none" if declared is None else declared
+                return 415, (
+                    f"the body must be JSON, sent with Content-Type: {JSON_MEDIA_TYPE} (this "
+                    f"request's Content-Type is {shown}), an empty body included"
+                )
+        return None
