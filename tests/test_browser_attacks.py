@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -351,3 +352,42 @@ async def test_mcp_http_refuses_rebound_hosts_other_origins_and_simple_requests(
 def test_host_names(host: str, allowed: bool) -> None:
     settings = GuardSettings(allowed_host_names("127.0.0.1"))
     assert settings.host_allowed(host) is allowed
+
+
+# -- ids ----------------------------------------------------------------------------------------
+
+UNSAFE_IDS = {
+    "NUL": "run\x00x",
+    "RTL override": "run-\u202etxt.exe",
+    "a path": "../../etc/passwd",
+    "a line break": "run\nx",
+    "a space": "my run",
+    "201 characters": "r" * 201,
+}
+
+
+async def test_unsafe_ids_are_422_and_reach_nothing(agent: AgentHarness) -> None:
+    """Issue 40's smaller finding: NUL, an RTL override and `../../etc/passwd` were taken as
+    run ids and shown raw."""
+    async with default_serve(agent) as api:
+        for name, unsafe in UNSAFE_IDS.items():
+            quoted = quote(unsafe, safe="")
+            for method, path, body in [
+                ("GET", f"/v1/runs/{quoted}", None),
+                ("GET", f"/v1/runs/{quoted}/pending", None),
+                ("POST", f"/v1/runs/{quoted}/cancel", {}),
+                ("POST", f"/v1/sessions/{quoted}/messages", {"text": "hi"}),
+                ("GET", f"/v1/sessions/{quoted}/events", None),
+                ("POST", "/v1/runs", {"prompt": "hi", "id": unsafe}),
+                ("POST", "/v1/sessions", {"id": unsafe}),
+                ("POST", "/agui", agui_input(unsafe, "hi")),
+            ]:
+                response = await api.http.request(method, path, json=body)
+                assert response.status_code == 422, (name, method, path, response.text)
+                error = response.json()["error"]
+                assert "an id" in error, (name, path, error)
+                assert unsafe not in error or name == "a path", (name, path, error)
+        fine = await api.http.get("/v1/runs/chat-1/turn-3@host:1.x")
+        assert fine.status_code == 404, fine.text  # a safe id: looked up, not there
+    listed = [w.id async for w in agent.client.list_workflows(f'TaskQueue = "{agent.task_queue}"')]
+    assert listed == []

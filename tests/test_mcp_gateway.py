@@ -237,6 +237,10 @@ async def test_bad_requests_are_tool_errors_and_start_nothing(
                         "text": "blue"}, "was not started through the MCP gateway"),
             ("decide", {"workflow_id": outsider.id, "call_id": "q1", "decision": "maybe"},
              "decision"),
+            ("pending", {"workflow_id": "run\x00x"}, "an id holds only letters, digits"),
+            ("result", {"workflow_id": "run-\u202etxt"}, "an id holds only letters, digits"),
+            ("run_agent", {"prompt": "hi", "workflow_id": "../../etc/passwd"}, "'..'"),
+            ("send_message", {"session_id": "s" * 201, "text": "hi"}, "at most 200"),
         ]  # fmt: skip
         for tool, arguments, expected in cases:
             result = await session.call_tool(tool, arguments)

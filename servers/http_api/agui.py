@@ -38,6 +38,7 @@ from starlette.responses import Response
 from contracts.events import AgentEvent, RunFailed, TurnFinished
 from contracts.request_kind import RequestKind
 from contracts.session import RunningTurn, TurnResult
+from contracts.workflow_ids import id_problem
 from servers.http_api.agui_mapping import AguiTranslator
 from servers.http_api.agui_tools import (
     client_tool_specs,
@@ -93,6 +94,9 @@ async def respond(request: Request, sessions: Sessions, runs: Runs, feeds: Feeds
         run_input = RunAgentInput.model_validate(raw)
     except ValidationError as error:
         return invalid(field_problems(error.errors(), strip=None))
+    thread_problem = id_problem(run_input.thread_id)
+    if thread_problem is not None:  # the thread is a session id: it goes to Temporal
+        return invalid([{"field": "threadId", "message": thread_problem}])
     specs, problems = client_tool_specs(run_input)
     if problems:
         return invalid(problems)

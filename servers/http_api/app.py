@@ -17,10 +17,12 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sse_starlette import EventSourceResponse
+from starlette.convertors import PathConvertor, register_url_convertor
 from temporalio.client import Client
 
 from contracts.approvals import PendingRequest
 from contracts.session import SessionStatus
+from contracts.workflow_ids import SafeId
 from servers.http_api import errors
 from servers.http_api.agui import respond as agui_respond
 from servers.http_api.bodies import (
@@ -47,7 +49,17 @@ from servers.http_api.sse import (
 from servers.request_guards import GuardSettings, RequestGuard, allowed_host_names
 
 STATIC = Path(__file__).parent / "static"
-Id = Annotated[str, "a workflow id (may hold '/', e.g. a session's child turn)"]
+
+
+class AnyPath(PathConvertor):
+    """Starlette's `:path`, line breaks included: an id holding one is then refused naming the
+    problem (422, `contracts.workflow_ids`) instead of matching no route (404)."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("anypath", AnyPath())
+Id = Annotated[SafeId, "a workflow id (may hold '/', e.g. a session's child turn)"]
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", description="resume after it")]
 After = Annotated[int | None, Query(ge=-1, description="resume after this offset")]
 Wait = Annotated[bool, Query(description="wait for the end instead of answering 202")]
@@ -133,7 +145,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         handle = await runs.start(body)
         return Started(workflow_id=handle.id, run_id=handle.result_run_id)
 
-    @app.get("/v1/runs/{workflow_id:path}/result", tags=["runs"])
+    @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
     async def run_result(workflow_id: Id, wait: Wait = False) -> Response:
         """The result (`AgentResult`, or how the run failed); 202 while it runs."""
         result = await runs.result(workflow_id, wait)
@@ -143,30 +155,30 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
             )
         return JSONResponse(result)
 
-    @app.get("/v1/runs/{workflow_id:path}/pending", tags=["runs"])
+    @app.get("/v1/runs/{workflow_id:anypath}/pending", tags=["runs"])
     async def run_pending(workflow_id: Id) -> list[PendingRequest]:
         """The calls waiting for a person, each with its `args_digest`."""
         return await runs.pending(workflow_id)
 
-    @app.post("/v1/runs/{workflow_id:path}/decisions", tags=["runs"])
+    @app.post("/v1/runs/{workflow_id:anypath}/decisions", tags=["runs"])
     async def run_decision(workflow_id: Id, body: Decision) -> dict[str, Any]:
         """Approve, reject, edit (approve with `args`) or reply; 404 for an unknown run or call,
         409 for a call already decided."""
         return await runs.decide(workflow_id, body)
 
-    @app.post("/v1/runs/{workflow_id:path}/tool_results", tags=["runs"])
+    @app.post("/v1/runs/{workflow_id:anypath}/tool_results", tags=["runs"])
     async def run_tool_result(workflow_id: Id, body: ToolResult) -> dict[str, Any]:
         """Answer a client tool call (`client_tools`) with its `result` or an `error`; 404 for
         an unknown run or call, 409 for a call already answered, 422 for a result that breaks
         the tool's `result_schema` (the `tool_result` update's validator says why)."""
         return await runs.tool_result(workflow_id, body)
 
-    @app.post("/v1/runs/{workflow_id:path}/steer", tags=["runs"])
+    @app.post("/v1/runs/{workflow_id:anypath}/steer", tags=["runs"])
     async def run_steer(workflow_id: Id, body: Steer) -> dict[str, Any]:
         """A message the model reads at its next call."""
         return await runs.steer(workflow_id, body)
 
-    @app.post("/v1/runs/{workflow_id:path}/cancel", status_code=202, tags=["runs"])
+    @app.post("/v1/runs/{workflow_id:anypath}/cancel", status_code=202, tags=["runs"])
     async def run_cancel(
         workflow_id: Id, body: Annotated[Cancel | None, Body()] = None
     ) -> dict[str, Any]:
@@ -174,7 +186,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return await runs.cancel(workflow_id)
 
     @app.get(
-        "/v1/runs/{workflow_id:path}/events", tags=["runs"], response_class=EventSourceResponse
+        "/v1/runs/{workflow_id:anypath}/events", tags=["runs"], response_class=EventSourceResponse
     )
     async def run_events(
         workflow_id: Id, last_event_id: LastEventId = None, after: After = None
@@ -182,7 +194,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         """The run's events (SSE); ends after `run_finished`."""
         return await events(workflow_id, last_event_id, after, end_at_finish=True)
 
-    @app.get("/v1/runs/{workflow_id:path}", tags=["runs"])
+    @app.get("/v1/runs/{workflow_id:anypath}", tags=["runs"])
     async def run_status(workflow_id: Id) -> dict[str, Any]:
         """The status: execution status, phase, turn, usage, pending requests, recent steps."""
         return await runs.status(workflow_id)
@@ -195,7 +207,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         session_id, run_id = await sessions.start(body)
         return Started(workflow_id=session_id, run_id=run_id)
 
-    @app.post("/v1/sessions/{session_id:path}/messages", tags=["sessions"])
+    @app.post("/v1/sessions/{session_id:anypath}/messages", tags=["sessions"])
     async def session_message(session_id: Id, body: Message, wait: Wait = False) -> Response:
         """Send a message (the session starts if new): 202 once taken, or with `?wait=true`
         200 with the turn's answer."""
@@ -205,7 +217,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return JSONResponse({"session_id": session_id, "message_id": update.id}, status_code=202)
 
     @app.get(
-        "/v1/sessions/{session_id:path}/events",
+        "/v1/sessions/{session_id:anypath}/events",
         tags=["sessions"],
         response_class=EventSourceResponse,
     )
@@ -219,7 +231,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         await runs.described(session_id)  # 404 before the stream starts
         return session_event_stream(feeds, session_id, resume)
 
-    @app.get("/v1/sessions/{session_id:path}", tags=["sessions"])
+    @app.get("/v1/sessions/{session_id:anypath}", tags=["sessions"])
     async def session_status(session_id: Id) -> SessionStatus:
         return await sessions.status(session_id)
 

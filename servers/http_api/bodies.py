@@ -14,20 +14,18 @@ from contracts.approvals import MAX_REPLY_CHARS, DecideUpdate, ReplySignal
 from contracts.client_tools import ToolResultUpdate
 from contracts.messages import SteerMessage
 from contracts.session import SessionInput
+from contracts.workflow_ids import ID_CHARS, MAX_ID_CHARS, SafeId
 
 WorkflowId = Field(
     default=None,
-    min_length=1,
-    max_length=400,
-    pattern=r"^[^\s/][^\s]*$",
-    description="Workflow id (default: a generated one).",
+    description=f"Workflow id (default: a generated one): {ID_CHARS}, at most {MAX_ID_CHARS}.",
 )
 
 
 class StartRun(AgentInput):
     """`POST /v1/runs`: the workflow input (`AgentInput`), plus an optional `id`."""
 
-    id: str | None = WorkflowId
+    id: SafeId | None = WorkflowId
 
     def workflow_input(self) -> dict[str, Any]:
         """Only the fields the client gave, so the worker's defaults (its model, every tool)
@@ -38,7 +36,7 @@ class StartRun(AgentInput):
 class StartSession(SessionInput):
     """`POST /v1/sessions`: the session's settings (`SessionInput`), plus an optional `id`."""
 
-    id: str | None = WorkflowId
+    id: SafeId | None = WorkflowId
 
     def workflow_input(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True, exclude={"id"})

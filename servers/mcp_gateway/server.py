@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from cli.errors import CliError
 from contracts.session import TurnResult
+from contracts.workflow_ids import SafeId
 from loop.validation_errors import describe_validation_error
 from servers.mcp_gateway.replies import AgentReply, DecisionReply, PendingCall
 from servers.run_control import (
@@ -42,9 +43,7 @@ from servers.run_control import (
 T = TypeVar("T")
 SERVER_NAME = "durable-agents"
 DEFAULT_BY = "mcp client"
-WorkflowId = Annotated[
-    str, Field(min_length=1, max_length=1000, description="The run's (or session's) workflow id.")
-]
+WorkflowId = Annotated[SafeId, Field(description="The run's (or session's) workflow id.")]
 Prompt = Annotated[
     str, Field(min_length=1, max_length=200_000, description="What the agent is asked to do.")
 ]
@@ -94,9 +93,7 @@ class McpGateway:
         wait: Annotated[
             bool, Field(description="Wait for the answer (false: return the workflow id).")
         ] = True,
-        workflow_id: Annotated[
-            str | None, Field(min_length=1, max_length=200, description="Workflow id to use.")
-        ] = None,
+        workflow_id: Annotated[SafeId | None, Field(description="Workflow id to use.")] = None,
     ) -> AgentReply:
         """Run a durable agent (a Temporal workflow) on a task. Returns its answer; or, when it
         waits for a person (an approval, a question), what waits: answer it with `decide`."""
@@ -126,11 +123,8 @@ class McpGateway:
     async def send_message(
         self,
         session_id: Annotated[
-            str,
+            SafeId,
             Field(
-                min_length=1,
-                max_length=200,
-                pattern=r"^[A-Za-z0-9_.:@/-]+$",
                 description="The session (a conversation that remembers earlier turns); "
                 "started with this message if it does not exist.",
             ),
