@@ -95,10 +95,13 @@ async def apply_decision(
         raise explain_rpc(error, handle.id, f"cannot {decision} {call!r}") from None
 
 
-async def full_digest(handle: RunHandle, task_queue: str, call_id: str, digest: str) -> str:
+async def full_digest(
+    handle: RunHandle, task_queue: str, call_id: str, digest: str, field: str = "--digest"
+) -> str:
     """The whole `args_digest` of pending call `call_id` when it starts with `digest` (what the
     person saw); the workflow then checks it again as it decides, so nothing in between can
-    change the arguments approved."""
+    change the arguments approved. `field` is what the interface calls the digest in a refusal
+    (`--digest` here, `args_digest` over HTTP and MCP)."""
     if len(digest) == FULL_DIGEST_CHARS:
         return digest
     requests = await pending_requests(handle, task_queue)
@@ -108,7 +111,7 @@ async def full_digest(handle: RunHandle, task_queue: str, call_id: str, digest: 
     if not request.args_digest.startswith(digest):
         raise CliError(
             f"cannot approve {call_id!r} in {handle.id}: its arguments are not the ones shown "
-            f"with --digest {digest} (their args_digest is {request.args_digest[:12]}); look "
+            f"with {field} {digest} (their args_digest is {request.args_digest[:12]}); look "
             "again with `pending`"
         )
     return request.args_digest

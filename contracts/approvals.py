@@ -146,3 +146,9 @@ class HumanDecision(BaseModel):
     model_args: dict[str, Any]
     executed_args: dict[str, Any] | None = None
     timeout_action: TimeoutAction | None = None
+    args_digest: str | None = Field(
+        default=None,
+        description="An approval: the args_digest it named, checked against the call's "
+        "arguments (the HTTP API, MCP and A2A require one). None: it named none (the Temporal "
+        "CLI, a signal), so it approved whatever arguments the call had when it applied.",
+    )

@@ -199,7 +199,10 @@ def approved(
     edited_args: dict[str, Any] | None,
     by: str | None,
     comment: str | None,
+    digest: str | None = None,
 ) -> HumanDecision:
+    """The approval of `request` (an edit when `edited_args` differ), recording the digest it
+    named (`check_digest` checked it), or that it named none."""
     edited = edited_args is not None and edited_args != request.args
     return HumanDecision(
         call_id=request.call_id,
@@ -210,6 +213,7 @@ def approved(
         comment=comment,
         model_args=request.args,
         executed_args=edited_args if edited_args is not None else request.args,
+        args_digest=digest,
     )
 
 

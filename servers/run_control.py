@@ -85,15 +85,21 @@ STARTED_VIA = "started_via"
 """The memo key that says which server started a run or a session (`mcp`, `a2a`, ...)."""
 MAX_OPTIONS_BYTES = 64 * 1024
 """Largest `options` object, as JSON: run settings, not data."""
+DIGEST_FIELD = "args_digest"
+"""What the servers' interfaces (HTTP, MCP, A2A metadata) call the digest of the arguments."""
+DIGEST_REQUIRED = (
+    "an approval names the args_digest that `pending` showed for the call (8 to 64 hex "
+    "digits), so that it applies only to the arguments that were reviewed"
+)
 POLL_SECONDS = 0.3
 SUMMARY_CHARS = 100
 T = TypeVar("T")
 
 
 class Answer(BaseModel):
-    """A person's answer to one call that waits: approve (perhaps with edited `args`, bound to
-    `args_digest`: the arguments shown), reject (with a reason the model reads), or reply (the
-    text of an answer to a question)."""
+    """A person's answer to one call that waits: approve (perhaps with edited `args`), bound to
+    `args_digest`, the arguments shown (required: `digest_problem`), reject (with a reason the
+    model reads), or reply (the text of an answer to a question)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -105,8 +111,8 @@ class Answer(BaseModel):
     args_digest: str | None = Field(
         default=None,
         pattern=r"^[0-9a-fA-F]{8,64}$",
-        description="approve: the args_digest `pending` showed (8 to 64 hex digits); the call "
-        "is approved only while it has exactly those arguments.",
+        description="approve (required): the args_digest `pending` showed (8 to 64 hex digits); "
+        "the call is approved only while it has exactly those arguments.",
     )
     reason: str | None = Field(default=None, max_length=10_000, description="reject: why.")
     text: str | None = Field(default=None, max_length=50_000, description="reply: the answer.")
@@ -132,6 +138,16 @@ class Decided:
 
 
 # -- input -------------------------------------------------------------------------------------
+
+
+def digest_problem(decision: str, args_digest: str | None) -> str | None:
+    """Why a decision sent over the network cannot apply as it is: an approval must name the
+    digest of the arguments the reviewer saw (a rejection or a reply runs nothing). The Temporal
+    CLI's `decide` update still takes one without, and the decision records that none was
+    given (`HumanDecision.args_digest`)."""
+    if decision == "approve" and args_digest is None:
+        return DIGEST_REQUIRED
+    return None
 
 
 def profile_settings(profile: AgentProfile) -> dict[str, Any]:
@@ -399,6 +415,9 @@ class RunControl:
 
     async def decide(self, workflow_id: str, answer: Answer) -> Decided:
         """Answer one pending call of a run or session of ours (see `Answer`)."""
+        problem = digest_problem(answer.decision, answer.args_digest)
+        if problem is not None:
+            raise CliError(f"invalid input: {DIGEST_FIELD}: {problem}")
         handle, description = await self.open(workflow_id)
         if not is_running(description):
             raise CliError(
@@ -431,7 +450,7 @@ class RunControl:
             payload["args"] = answer.args
         if answer.args_digest is not None:
             payload["args_digest"] = await full_digest(
-                handle, task_queue, answer.call_id, answer.args_digest.lower()
+                handle, task_queue, answer.call_id, answer.args_digest.lower(), DIGEST_FIELD
             )
         decision = await apply_decision(handle, task_queue, payload)
         return Decided(answer.call_id, decision=decision)

@@ -463,9 +463,15 @@ async def test_a_session_sse_carries_its_child_turn_in_place(streamed: AgentHarn
         await eventually(both_read_the_child, what="both clients reading the child's one feed")
         assert set(feeds._feeds) == {session_id, child_id}  # one subscription per run
         assert feeds.active(session_id).readers == 2
+        asked = next(e for e in feeds.active(child_id).events if e.type == "approval_requested")
         decided = await api.http.post(
             f"/v1/runs/{child_id}/decisions",
-            json={"call_id": "cw1", "decision": "approve", "by": "ana"},
+            json={
+                "call_id": "cw1",
+                "decision": "approve",
+                "by": "ana",
+                "args_digest": asked.digest,
+            },
         )
         assert decided.status_code == 200, decided.text
         first, second = await asyncio.gather(*clients)

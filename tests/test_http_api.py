@@ -112,14 +112,25 @@ async def test_decisions_follow_the_decide_rules(api: LiveApi, agent: AgentHarne
     async def decide(body: dict[str, Any], run: str = workflow_id) -> Any:
         return await api.http.post(f"/v1/runs/{run}/decisions", json=body)
 
-    unknown_run = await decide({"call_id": "w1", "decision": "approve"}, run=wid("nope"))
+    some = {"decision": "approve", "args_digest": "0" * 12}
+    unknown_run = await decide({"call_id": "w1", **some}, run=wid("nope"))
     assert unknown_run.status_code == 404
-    unknown_call = await decide({"call_id": "nope", "decision": "approve"})
+    unknown_call = await decide({"call_id": "nope", **some})
     assert unknown_call.status_code == 404
     assert "nope" in unknown_call.json()["error"]
+    # an approval names the digest of the arguments reviewed (issue 40 item 5)
+    no_digest = await decide({"call_id": "w1", "decision": "approve"})
+    assert no_digest.status_code == 422, no_digest.text
+    assert no_digest.json()["fields"][0]["field"] == "args_digest"
+    assert "arguments that were reviewed" in no_digest.json()["error"]
     other_args = await decide({"call_id": "w1", "decision": "approve", "args_digest": "0" * 64})
     assert other_args.status_code == 409
     assert "args_digest" in other_args.json()["error"]
+    # a prefix that is not theirs: the error names the HTTP field, not a CLI flag (#31 item 10)
+    other_prefix = await decide({"call_id": "w1", **some})
+    assert other_prefix.status_code == 409, other_prefix.text
+    assert "shown with args_digest 000000000000" in other_prefix.json()["error"]
+    assert "--" not in other_prefix.json()["error"]
     reply_to_approval = await decide({"call_id": "w1", "decision": "reply", "text": "yes"})
     assert reply_to_approval.status_code == 422
 
@@ -128,7 +139,7 @@ async def test_decisions_follow_the_decide_rules(api: LiveApi, agent: AgentHarne
     )
     assert approved.status_code == 200, approved.text
     assert (approved.json()["outcome"], approved.json()["by"]) == ("approved", "ann")
-    twice = await decide({"call_id": "w1", "decision": "approve"})
+    twice = await decide({"call_id": "w1", "decision": "approve", "args_digest": digest["w1"]})
     assert twice.status_code == 409, twice.text
     assert "already been decided" in twice.json()["error"]
 
@@ -145,7 +156,7 @@ async def test_decisions_follow_the_decide_rules(api: LiveApi, agent: AgentHarne
     result = (await api.http.get(f"/v1/runs/{workflow_id}/result?wait=true")).json()
     assert result["answer"] == "Written."
     assert (agent.workspace / "w2-edited.txt").read_text() == "edited"
-    ended = await decide({"call_id": "w1", "decision": "approve"})
+    ended = await decide({"call_id": "w1", "decision": "reject"})
     assert ended.status_code == 409
     assert "already ended" in ended.json()["error"]
 
@@ -160,7 +171,8 @@ async def test_a_question_is_answered_with_a_reply(api: LiveApi, agent: AgentHar
     [question] = await pending_ids(api, workflow_id, 1)
     assert question["kind"] == "question"
     approve = await api.http.post(
-        f"/v1/runs/{workflow_id}/decisions", json={"call_id": "q1", "decision": "approve"}
+        f"/v1/runs/{workflow_id}/decisions",
+        json={"call_id": "q1", "decision": "approve", "args_digest": question["args_digest"]},
     )
     assert approve.status_code == 422, approve.text
     no_text = await api.http.post(

@@ -179,7 +179,14 @@ async def test_stdio_run_with_progress_and_an_approval(
              "args_digest": "0" * 12},
         )  # fmt: skip
         assert refused.is_error
-        assert "its arguments are not the ones shown" in text_of(refused)
+        assert "its arguments are not the ones shown with args_digest 000000000000" in text_of(
+            refused
+        )  # the tool's argument, not a CLI flag (issue 31 item 10)
+        no_digest = await session.call_tool(
+            "decide", {"workflow_id": run_id, "call_id": "w1", "decision": "approve"}
+        )  # an approval names the digest of the arguments reviewed (issue 40 item 5)
+        assert no_digest.is_error
+        assert "args_digest: an approval names the args_digest" in text_of(no_digest)
         wrong_kind = await session.call_tool(
             "decide", {"workflow_id": run_id, "call_id": "w1", "decision": "reply", "text": "hi"}
         )
@@ -198,7 +205,7 @@ async def test_stdio_run_with_progress_and_an_approval(
         assert (agent.workspace / "notes.txt").read_text() == "425"
 
         again = await session.call_tool(
-            "decide", {"workflow_id": run_id, "call_id": "w1", "decision": "approve"}
+            "decide", {"workflow_id": run_id, "call_id": "w1", "decision": "reject"}
         )
         assert again.is_error and "has already ended" in text_of(again)
 

@@ -26,6 +26,7 @@ from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending
 from tests.session_support import echo_model, send_with_start
+from tests.test_cli_approval_flow import Cli
 from tests.test_cli_run import AgentCli, Done
 
 RLO = "\u202e"
@@ -220,3 +221,30 @@ async def test_a_session_shows_a_spoofed_path_escaped(agent: AgentHarness) -> No
     assert "`save it\\u202e`" in details
     assert '`write_file {"path": "s\\u202edm.sh", "content": "s", "overwrite": true}`' in details
     await handle.signal("approve", {"call_id": "*"})
+
+
+async def test_the_temporal_cli_approves_without_a_digest_and_that_is_recorded(
+    agent: AgentHarness, temporal_env: WorkflowEnvironment
+) -> None:
+    """Issue 40 item 5: the network interfaces require the digest; the Temporal CLI's `decide`
+    update still takes an approval without one, and the recorded decision says none was given
+    (`args_digest: null`), where one with the digest records it."""
+    cli = Cli(temporal_env.client.service_client.config.target_host)
+    handle = await started(agent, write("a.txt", "a", "w1"), write("b.txt", "b", "w2"))
+    [_, second] = await handle.query("pending_approvals", result_type=list[PendingRequest])
+    without = await cli.json(
+        "workflow", "update", "execute", "--workflow-id", handle.id, "--name", "decide",
+        "--input", '{"call_id": "w1", "decision": "approve"}',
+    )  # fmt: skip
+    assert without["result"]["outcome"] == "approved"
+    assert without["result"]["args_digest"] is None  # recorded: no digest was given
+    bound = {"call_id": "w2", "decision": "approve", "args_digest": second.args_digest}
+    with_digest = await cli.json(
+        "workflow", "update", "execute", "--workflow-id", handle.id, "--name", "decide",
+        "--input", json.dumps(bound),
+    )  # fmt: skip
+    assert with_digest["result"]["args_digest"] == second.args_digest
+    result = await handle.result()
+    recorded = {step.call_id: step.human for step in result.steps}
+    assert recorded["w1"] is not None and recorded["w1"].args_digest is None
+    assert recorded["w2"] is not None and recorded["w2"].args_digest == second.args_digest

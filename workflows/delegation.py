@@ -317,7 +317,12 @@ class ChildRequests:
         now = workflow.now()
         if update.decision == "approve":
             return approvals.approved(
-                request, now=now, edited_args=update.args, by=update.by, comment=update.comment
+                request,
+                now=now,
+                edited_args=update.args,
+                by=update.by,
+                comment=update.comment,
+                digest=update.args_digest,
             )
         return approvals.rejected(request, now=now, reason=update.reason, by=update.by)
 

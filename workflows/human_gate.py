@@ -236,6 +236,7 @@ class HumanGate:
                 edited_args=edited,
                 by=signal.by,
                 comment=signal.comment,
+                digest=signal.args_digest,
             )
             for request, edited in checked
         ]

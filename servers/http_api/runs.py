@@ -51,7 +51,7 @@ from contracts.request_kind import RequestKind
 from servers.http_api.bodies import Decision, StartRun, Steer, ToolResult
 from servers.http_api.errors import ApiError
 from servers.http_api.feeds import read_range
-from servers.run_control import STARTED_VIA, RunControl
+from servers.run_control import DIGEST_FIELD, STARTED_VIA, RunControl, digest_problem
 
 VIA = "serve"
 """`started_via` in the memo of the runs and sessions `agent serve` starts."""
@@ -168,6 +168,13 @@ class Runs:
 
     async def decide(self, workflow_id: str, body: Decision) -> dict[str, Any]:
         """Approve, reject, edit (approve with `args`) or reply; the recorded decision."""
+        problem = digest_problem(body.decision, body.args_digest)
+        if problem is not None:
+            raise ApiError(
+                422,
+                f"invalid input: {DIGEST_FIELD}: {problem}",
+                fields=[{"field": DIGEST_FIELD, "message": problem}],
+            )
         handle, task_queue = await self.running(workflow_id, f"{body.decision} in it")
         if body.decision == "reply":
             return await self._reply(handle, task_queue, body)
@@ -175,7 +182,7 @@ class Runs:
         if body.args_digest is not None:
             try:
                 payload["args_digest"] = await full_digest(
-                    handle, task_queue, body.call_id, body.args_digest.lower()
+                    handle, task_queue, body.call_id, body.args_digest.lower(), DIGEST_FIELD
                 )
             except CliError as error:
                 raise ApiError(409, str(error)) from None

@@ -151,7 +151,10 @@ class McpGateway:
         ctx: Context[Any, Any],
         args_digest: Annotated[
             str | None,
-            Field(description="approve: the args_digest `pending` showed (at least 8 hex digits)"),
+            Field(
+                description="approve (required): the args_digest `pending` showed (8 to 64 hex "
+                "digits); the call is approved only while it has exactly those arguments"
+            ),
         ] = None,
         args: Annotated[
             dict[str, Any] | None, Field(description="approve: run it with these arguments")
