@@ -63,12 +63,11 @@ half of `STALL_SECONDS`, so `watched` gives up only a workload that hangs elsewh
 that never returns), and the measuring after the wait (reading each run's history) has the
 other half."""
 SERVERS = {"tuned": FAST_TRANSFER_QUEUE, "defaults": []}
-OURS_TUNING: dict[str, Any] = {"cache_affinity": False}
-"""Ours as docs/fleet.md recommends for a dev server with one worker (both servers here): cache
-affinity off. The dev server's eager dispatch keeps a run's calls on its worker anyway, and a
-call on a worker-specific queue is not dispatched eagerly: it waits for the transfer queue (a
-50 ms tick at the defaults), and costs the server 6 to 13 ms more CPU an approval
-(`bench.waiting`)."""
+OURS_TUNING: dict[str, Any] = {}
+"""Ours with its defaults on both servers: cache affinity `auto` sees the dev server dispatch
+eagerly and leaves a run's calls on the shared queue (docs/fleet.md); before issue 38 this was
+`cache_affinity: false`, which docs/fleet.md then recommended for a dev server with one
+worker."""
 NO_MODEL = "http://127.0.0.1:9/v1"
 """What a replayer's model client is built with: replay calls no model."""
 
