@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.cache_affinity import EagerDispatch, named_reply
 from activities.context_cache import ContextCache
 from activities.openai_model import OpenAIChatModel
 from contracts.agent_result import AgentResult
+from contracts.approvals import PendingRequest
 from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply
 from loop.cache_affinity import affinity_queue, missed_elsewhere
 from testkit import fake_openai as fake
@@ -138,6 +139,21 @@ async def model_calls(handle: WorkflowHandle[Any, Any]) -> list[ModelCall]:
     return calls
 
 
+async def waiting_run(
+    client: Client, queue: str, prefix: str
+) -> tuple[WorkflowHandle[Any, AgentResult], PendingRequest]:
+    """A run of `PAYLOAD` started on `queue`, once it waits for its `write_file` approval."""
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        PAYLOAD,
+        id=f"{prefix}-{uuid.uuid4()}",
+        task_queue=queue,
+        result_type=AgentResult,
+    )
+    [request] = await wait_for_pending(handle)
+    return handle, request
+
+
 def assert_switched_after_the_miss(calls: list[ModelCall], shared: str) -> str:
     """The calls of a run whose worker changed while it waited for the approval: the first on
     the shared queue, answered by the first worker; the next (a delta) on the shared queue too,
@@ -171,14 +187,7 @@ async def test_a_run_sends_its_deltas_to_the_holders_queue_once_one_missed_on_an
     client = temporal_env.client
     async with AsyncExitStack() as a:
         await started_workers(a, client, model, workspace, queue, ContextCache())
-        handle = await client.start_workflow(
-            "AgentWorkflow",
-            PAYLOAD,
-            id=f"handover-{uuid.uuid4()}",
-            task_queue=queue,
-            result_type=AgentResult,
-        )
-        [request] = await wait_for_pending(handle)
+        handle, request = await waiting_run(client, queue, "handover")
     async with AsyncExitStack() as b:  # (one process cannot run two workers on one queue)
         await started_workers(b, client, model, workspace, queue, ContextCache())
         await handle.signal("approve", {"call_id": request.call_id, "by": "test"})
@@ -207,14 +216,7 @@ async def test_a_miss_on_the_holder_itself_does_not_switch(
     client = temporal_env.client
     async with AsyncExitStack() as stack:
         queue = await started_workers(stack, client, model, workspace, context_cache=cache)
-        handle = await client.start_workflow(
-            "AgentWorkflow",
-            PAYLOAD,
-            id=f"evicted-{uuid.uuid4()}",
-            task_queue=queue,
-            result_type=AgentResult,
-        )
-        [request] = await wait_for_pending(handle)
+        handle, request = await waiting_run(client, queue, "evicted")
         cache.clear()
         await handle.signal("approve", {"call_id": request.call_id, "by": "test"})
         result = await handle.result()
