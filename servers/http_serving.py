@@ -16,12 +16,20 @@ import sys
 from typing import Any
 
 from cli.errors import CliError
-from servers.request_guards import GuardSettings, RequestGuard, allowed_host_names
+from servers.request_guards import (
+    BodyLimit,
+    GuardSettings,
+    NestingLimit,
+    RequestGuard,
+    allowed_host_names,
+)
 
 HOST = "127.0.0.1"
 SHUTDOWN_GRACE_SECONDS = 5
 """On shutdown, open requests (SSE streams, `?wait=true`) get this long, then are closed: a
 client that holds a stream open must not keep the server from stopping."""
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body a gateway reads (the MCP SDK's own default limit)."""
 
 
 def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) -> None:
@@ -52,11 +60,12 @@ def add_guard_options(parser: argparse.ArgumentParser) -> None:
 
 
 def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
-    """`app` behind the browser guard, with the command line's host names and origins."""
+    """`app` behind the browser guard, with the command line's host names and origins, and
+    the body limits (size, then JSON nesting)."""
     settings = GuardSettings(
         allowed_host_names(HOST, args.allowed_host), frozenset(args.allowed_origin)
     )
-    return RequestGuard(app, settings)
+    return RequestGuard(BodyLimit(NestingLimit(app), MAX_BODY_BYTES), settings)
 
 
 def check_port(port: int) -> None:

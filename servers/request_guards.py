@@ -24,6 +24,9 @@ credentials at all:
   preflight for JSON from another origin fails unless that origin is allowed;
 - 400 to a header value over `MAX_HEADER_BYTES` (a huge `Last-Event-ID`, say), naming it.
 
+`BodyLimit` (413 to a body over the limit) and `NestingLimit` (400 to JSON nested too deeply)
+bound what a route reads.
+
 Every refusal is a JSON body `{"error": "..."}` saying what to send instead.
 """
 
@@ -33,6 +36,8 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
+
+from starlette.exceptions import HTTPException
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -166,3 +171,101 @@ class RequestGuard:
                     f"request's Content-Type is {shown}), an empty body included"
                 )
         return None
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` once the body goes over the limit; an `HTTPException` so that
+    FastAPI, reading the body, passes it on as a 413 instead of calling it a parse error."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"the request body is over the limit of {max_bytes} bytes")
+
+
+class BodyLimit:
+    """413 for a request body over `max_bytes`: at once from `Content-Length`, else as soon as
+    the streamed body goes over (nothing more is read)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._refuse(send)
+                return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise BodyTooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        await send_json(
+            send, 413, {"error": f"the request body is over the limit of {self.max_bytes} bytes"}
+        )
+
+
+class NestingLimit:
+    """400 to a JSON body nested too deeply for Python's parser (a `RecursionError`), for an
+    application that would answer it with an internal error (the A2A SDK's JSON-RPC routes
+    did). The body is read whole (bound it with `BodyLimit` outside this), parsed once to
+    check, then handed to the application as it came; a body that is not JSON at all is left
+    for the application to refuse in its own terms."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replaying([message], receive), send)
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            json.loads(body)
+        except RecursionError:
+            await send_json(send, 400, {"error": "the body is JSON nested too deeply"})
+            return
+        except ValueError:
+            pass
+        whole = {"type": "http.request", "body": bytes(body), "more_body": False}
+        await self.app(scope, _replaying([whole], receive), send)
+
+
+def _replaying(messages: list[Message], receive: Receive) -> Receive:
+    """`receive` that first gives back `messages` (already read), then reads on."""
+    waiting = list(messages)
+
+    async def replay() -> Message:
+        return waiting.pop(0) if waiting else await receive()
+
+    return replay

@@ -258,6 +258,12 @@ def a2a_send(text: str) -> dict[str, Any]:
 A2A_VERSION = {"A2A-Version": "1.0"}
 
 
+def deep_json_rpc(method: str) -> str:
+    """A JSON-RPC request whose params nest 5000 arrays deep."""
+    params = '{"x": ' + "[" * 5000 + "]" * 5000 + "}"
+    return f'{{"jsonrpc": "2.0", "id": 1, "method": "{method}", "params": {params}}}'
+
+
 async def test_a2a_refuses_rebound_hosts_other_origins_and_simple_requests(
     agent: AgentHarness, temporal_env: WorkflowEnvironment
 ) -> None:
@@ -279,6 +285,12 @@ async def test_a2a_refuses_rebound_hosts_other_origins_and_simple_requests(
             assert refused.status_code == 415, (kind, refused.text)
         big = await http.get("/.well-known/agent-card.json", headers={"X-Padding": "a" * 9000})
         assert big.status_code == 400, big.text
+        json_type = {"Content-Type": "application/json", **A2A_VERSION}
+        nested = await http.post("/", content=deep_json_rpc("SendMessage"), headers=json_type)
+        assert nested.status_code == 400, nested.text  # was a JSON-RPC internal error
+        assert "nested too deeply" in nested.json()["error"]
+        huge = await http.post("/", content=b" " * (5 * 1024 * 1024), headers=json_type)
+        assert huge.status_code == 413, huge.text
         assert await workflow_ids(temporal_env, agent.task_queue) == []
         # the same request, as the server's own client sends it, starts a run
         own = await http.post("/", json=a2a_send("hi"), headers=A2A_VERSION)
@@ -327,6 +339,12 @@ async def test_mcp_http_refuses_rebound_hosts_other_origins_and_simple_requests(
             "/mcp", json=MCP_INITIALIZE, headers={**MCP_ACCEPT, "X-Padding": "a" * 9000}
         )
         assert big.status_code == 400, big.text
+        nested = await http.post(
+            "/mcp",
+            content=deep_json_rpc("initialize"),
+            headers={**MCP_ACCEPT, "Content-Type": "application/json"},
+        )
+        assert nested.status_code == 400, nested.text
         own = await http.post(
             "/mcp",
             json=MCP_INITIALIZE,

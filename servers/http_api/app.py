@@ -37,7 +37,7 @@ from servers.http_api.bodies import (
 )
 from servers.http_api.config import ServeConfig
 from servers.http_api.feeds import Feeds
-from servers.http_api.guards import BearerAuth, BodyLimit
+from servers.http_api.guards import BearerAuth
 from servers.http_api.runs import Runs
 from servers.http_api.sessions import Sessions
 from servers.http_api.sse import (
@@ -46,7 +46,7 @@ from servers.http_api.sse import (
     session_event_stream,
     session_resume,
 )
-from servers.request_guards import GuardSettings, RequestGuard, allowed_host_names
+from servers.request_guards import BodyLimit, GuardSettings, RequestGuard, allowed_host_names
 
 STATIC = Path(__file__).parent / "static"
 
