@@ -406,7 +406,8 @@ async def http_start(here: Stage) -> str:
 
 @recipe("http-approve")
 async def http_approve(here: Stage) -> str:
-    """Approve with the digest, approve again, the result, resume the events, two refusals."""
+    """Approve with the digest, approve again, the result, resume the events, three
+    refusals."""
     pending = await here.sh('curl -s $U/v1/runs/notes-2/pending -H "$H"')
     decision = (
         f'{{"call_id": "demo_call_1", "decision": "approve", "args_digest": '
@@ -423,7 +424,10 @@ async def http_approve(here: Stage) -> str:
         f"curl -s -X POST $U/v1/runs {JSON} -d "
         '\'{"prompt": "hi", "max_iterations": "ten"}\' ' + CODE
     )
-    return "\n".join([approved, again, result, resumed, no_token, invalid])
+    not_json = await here.sh(  # curl -d alone sends a form: refused as a browser's would be
+        f'curl -s -X POST $U/v1/runs -H "$H" -d \'{{"prompt": "hi"}}\' {CODE}'
+    )
+    return "\n".join([approved, again, result, resumed, no_token, invalid, not_json])
 
 
 @recipe("http-events")
