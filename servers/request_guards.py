@@ -121,8 +121,8 @@ class GuardSettings:
 
 class RequestGuard:
     """421 / 403 / 415 / 400 before the application sees the request (see the module doc).
-    CORS preflights (`OPTIONS`) pass the `Host` and `Origin` checks only: the CORS middleware
-    answers them."""
+    CORS preflights (`OPTIONS`, no body) meet the header, `Host` and `Origin` checks; the CORS
+    middleware answers them."""
 
     def __init__(self, app: ASGIApp, settings: GuardSettings) -> None:
         self.app = app
@@ -149,8 +149,9 @@ class RequestGuard:
             headers.setdefault(name, raw_value.decode("latin-1"))
         host = headers.get("host", "")
         if not host or not self.settings.host_allowed(host):
+            what = f"this server is not served as {host!r}" if host else "no Host header"
             return 421, (
-                f"this server is not served as {host or '(no Host header)'!r}: send the request "
+                f"{what}: send the request "
                 f"to 127.0.0.1 or localhost, or start the server with {self.settings.option_hint} "
                 f"{host_name(host) or 'NAME'} to serve that name"
             )
