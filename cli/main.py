@@ -33,6 +33,7 @@ from cli import chat, commands, decisions, replay, steering
 from cli.connection import Target, explain_rpc, with_payload_stores
 from cli.errors import CLI_ERROR, DETACHED, CliError
 from cli.evaluation import command as evaluation
+from contracts.workflow_ids import id_problem
 from runtime.settings import AgentSettings, SettingsError
 from servers.a2a_gateway import command as a2a_gateway
 from servers.http_api import serve as http_serve
@@ -112,6 +113,15 @@ def _add_follow_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def new_id(value: str) -> str:
+    """The id a run or session starts under, checked as the servers check it
+    (`contracts.workflow_ids`): a usage error naming the problem, before anything starts."""
+    problem = id_problem(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `agent` command line."""
     common = Parser(add_help=False)
@@ -146,7 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="a JSON Schema file: the answer must match it; prints the validated JSON",
     )
-    run.add_argument("--id", metavar="WORKFLOW_ID", help="workflow id (default: agent-<random>)")
+    run.add_argument(
+        "--id",
+        type=new_id,
+        metavar="WORKFLOW_ID",
+        help="workflow id (default: agent-<random>); letters, digits and -_.:/@",
+    )
     run.add_argument(
         "--input-json",
         metavar="JSON",
@@ -203,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     result.add_argument("workflow_id", metavar="ID")
 
     chat_cmd = command("chat", chat.chat, "talk with an agent session (starts it if needed)")
-    chat_cmd.add_argument("session_id", metavar="SESSION")
+    chat_cmd.add_argument("session_id", type=new_id, metavar="SESSION")
     _add_follow_options(chat_cmd)
 
     evaluate = command("eval", evaluation.evaluate, "run a suite of scenarios and score them")

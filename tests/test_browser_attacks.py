@@ -28,6 +28,8 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from cli.errors import CLI_ERROR
+from cli.main import run_cli
 from servers.request_guards import GuardSettings, allowed_host_names
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
@@ -409,3 +411,14 @@ async def test_unsafe_ids_are_422_and_reach_nothing(agent: AgentHarness) -> None
         assert fine.status_code == 404, fine.text  # a safe id: looked up, not there
     listed = [w.id async for w in agent.client.list_workflows(f'TaskQueue = "{agent.task_queue}"')]
     assert listed == []
+
+
+@pytest.mark.parametrize("unsafe", ["../../etc/passwd", "run-\u202etxt", "r" * 201])
+def test_the_agent_cli_starts_nothing_under_an_unsafe_id(
+    unsafe: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in (["run", "hi", "--id", unsafe], ["chat", unsafe]):
+        with pytest.raises(SystemExit) as exited:
+            run_cli(argv)  # a usage error: refused before connecting to anything
+        assert exited.value.code == CLI_ERROR
+        assert "an id" in capsys.readouterr().err
