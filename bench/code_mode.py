@@ -32,13 +32,13 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
 from bench.report import Row
-from contracts.agent_result import AgentResult
-from runtime.workers import build_workers
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
+from durable_agents.tools.definition import tool
 from testkit import fake_openai as fake
-from tools.catalog import CATALOG
-from tools.definition import tool
 
 ITEMS = {
     "apple": 1.25, "bread": 3.4, "cheese": 7.9, "dates": 5.15, "eggs": 2.6,

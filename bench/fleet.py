@@ -40,9 +40,9 @@ from temporalio.client import Client, WorkflowHandle
 
 from bench.harness import bench_stack, print_result
 from bench.report import Row
+from durable_agents.workflows.model_gateway import AFFINITY_FALLBACK, MODEL_HEARTBEAT_TIMEOUT
 from testkit.crash_tools import WorkerCluster
 from testkit.fleet_history import ModelCallRoute, model_call_routes
-from workflows.model_gateway import AFFINITY_FALLBACK, MODEL_HEARTBEAT_TIMEOUT
 
 NO_EAGER = ["--dynamic-config-value", "system.enableActivityEagerExecution=false"]
 FAST_TRANSFER_QUEUE = ["--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000"]

@@ -49,8 +49,6 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from activities.context_cache import ContextCache
-from activities.openai_model import OpenAIChatModel
 from bench.harness import quiet_logging
 from bench.history_growth_report import check_targets, markdown
 from bench.history_growth_runs import (
@@ -61,8 +59,10 @@ from bench.history_growth_runs import (
     agent_run,
     session_run,
 )
-from runtime.workers import build_workers
-from tools.catalog import CATALOG
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
 
 SUGGEST_OFF = 1_000_000_000
 

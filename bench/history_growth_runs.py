@@ -23,8 +23,8 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from contracts.agent_result import AgentResult
-from contracts.session import SessionResult, TurnResult
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.session import SessionResult, TurnResult
 from testkit import fake_openai as fake
 from testkit.history_reading import (
     Parts,

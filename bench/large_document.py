@@ -38,14 +38,14 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
 from bench.report import KIB, Row
-from runtime.codec import data_converter
-from runtime.payload_store import StoreSpec, external_storage, payloads_in
-from runtime.workers import build_workers
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.runtime.codec import data_converter
+from durable_agents.runtime.payload_store import StoreSpec, external_storage, payloads_in
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
-from tools.catalog import CATALOG
 
 MB = 1_000_000
 DOCUMENT_CHARS = 5 * MB

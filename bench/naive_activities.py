@@ -20,8 +20,8 @@ from openai import AsyncOpenAI
 from pydantic import BaseModel
 from temporalio import activity
 
+from durable_agents.tools.builtin.calculator import evaluate, format_result
 from testkit.fixed_output import fixed_text
-from tools.builtin.calculator import evaluate, format_result
 
 MODEL = "fake-model"
 

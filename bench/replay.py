@@ -17,8 +17,8 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from runtime.workers import WorkerTuning, build_replayer
-from tools.catalog import CATALOG
+from durable_agents.runtime.workers import WorkerTuning, build_replayer
+from durable_agents.tools.catalog import CATALOG
 
 MAX_SECONDS = 1.0
 

@@ -52,9 +52,9 @@ from typing import Any
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from contracts.agent_result import AgentResult
-from contracts.approvals import PendingRequest
-from runtime.dev_server import DevServer
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.runtime.dev_server import DevServer
 from testkit import fake_openai as fake
 from testkit.crash_tools import WorkerCluster, WorkerProcess, events, free_port, ledger_entries
 

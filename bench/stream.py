@@ -45,8 +45,8 @@ from temporalio.client import Client
 from bench import session_history
 from bench.harness import Bench, Proc, bench_stack
 from bench.report import Row
-from contracts.events import AGENT_EVENT, SESSION_TERMINAL_EVENT_TYPES
-from runtime.event_stream import follow_events
+from durable_agents.contracts.events import AGENT_EVENT, SESSION_TERMINAL_EVENT_TYPES
+from durable_agents.runtime.event_stream import follow_events
 from testkit.bench_model import user_message
 
 ACTIVITY_EVENTS = frozenset({"text_delta", "reasoning_delta", "tool_progress"})
@@ -123,7 +123,15 @@ async def agent_serve(bench: Bench, queue: str) -> AsyncIterator[tuple[Proc, str
     port = free_port()
     connection = ["--address", bench.address, "--task-queue", queue]
     popen = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", *connection, "serve", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "durable_agents.cli.main",
+            *connection,
+            "serve",
+            "--port",
+            str(port),
+        ],
         cwd=ROOT,
         env={k: v for k, v in os.environ.items() if k != "AGENT_API_TOKEN"},
         stdout=subprocess.DEVNULL,

@@ -38,8 +38,8 @@ from temporalio.client import Client, WorkflowHandle
 from bench.fleet import FAST_TRANSFER_QUEUE
 from bench.harness import Bench, Proc, bench_stack, print_result
 from bench.report import Row
+from durable_agents.tools.builtin.write_file import WriteFileArgs
 from testkit.fleet_history import shown_approval
-from tools.builtin.write_file import WriteFileArgs
 
 START_CONCURRENCY = 50
 MAX_RSS_MB = 300

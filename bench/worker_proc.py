@@ -29,10 +29,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from activities.context_cache import ContextCache
-from activities.openai_model import OpenAIChatModel
-from runtime.workers import WorkerTuning, build_workers
-from tools.catalog import CATALOG
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.runtime.workers import WorkerTuning, build_workers
+from durable_agents.tools.catalog import CATALOG
 
 
 async def serve(args: argparse.Namespace) -> None:

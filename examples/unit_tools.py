@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from tools.catalog import REGISTRY
-from tools.definition import ToolError, tool
+from durable_agents.tools.catalog import REGISTRY
+from durable_agents.tools.definition import ToolError, tool
 
 UNITS: dict[str, tuple[str, float]] = {
     # unit: (dimension, size in the dimension's base unit: metre, kilogram, second)

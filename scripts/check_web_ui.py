@@ -45,14 +45,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from activities.demo_model import DemoChatModel
-from contracts.agent_result import AgentResult
-from loop.session_details import send_command
-from runtime.dev_server import DevServer, is_listening, temporal_cli
-from runtime.temporal_client import connect
-from runtime.workers import build_workers
+from durable_agents.activities.demo_model import DemoChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.loop.session_details import send_command
+from durable_agents.runtime.dev_server import DevServer, is_listening, temporal_cli
+from durable_agents.runtime.temporal_client import connect
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
 from testkit.browser import CHROMIUM, CHROMIUM_ARGS
-from tools.catalog import CATALOG
 
 if TYPE_CHECKING:  # playwright itself is imported in run(), so a missing install reads clearly
     from playwright.async_api import Browser, Frame, Page

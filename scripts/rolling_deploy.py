@@ -28,7 +28,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from runtime.dev_server import DevServer, temporal_cli
+from durable_agents.runtime.dev_server import DevServer, temporal_cli
 from testkit.crash_tools import WorkerProcess, free_port
 
 DEPLOYMENT = "agents"

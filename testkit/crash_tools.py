@@ -42,10 +42,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 
-from contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.tools.catalog import REGISTRY
+from durable_agents.tools.definition import ToolContext, tool
 from testkit.eventually import eventually
-from tools.catalog import REGISTRY
-from tools.definition import ToolContext, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD_DIR_ENV = "CRASH_RECORD_DIR"

@@ -12,9 +12,9 @@ from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
+from durable_agents.tools.catalog import REGISTRY
+from durable_agents.tools.definition import tool
 from testkit.fixed_text import fixed_text
-from tools.catalog import REGISTRY
-from tools.definition import tool
 
 
 class FixedOutputArgs(BaseModel):

@@ -15,9 +15,9 @@ from typing import Literal
 from temporalio.api.enums.v1 import EventType, TimeoutType
 from temporalio.api.history.v1 import HistoryEvent
 
-from contracts.model_io import CALL_MODEL_ACTIVITY
-from loop.approvals import args_digest
-from loop.tool_requests import ArgsSchema, validate_args
+from durable_agents.contracts.model_io import CALL_MODEL_ACTIVITY
+from durable_agents.loop.approvals import args_digest
+from durable_agents.loop.tool_requests import ArgsSchema, validate_args
 
 Outcome = Literal["answered", "miss", "worker_gone", "failed", "pending"]
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 
-from tools.definition import Tool, ToolContext, ToolError, TransientToolError, tool
+from durable_agents.tools.definition import Tool, ToolContext, ToolError, TransientToolError, tool
 
 FAST_RETRY = RetryPolicy(
     maximum_attempts=3,

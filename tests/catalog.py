@@ -6,9 +6,9 @@ is by the benchmarks' worker processes, registers into that one: it is left out 
 
 from __future__ import annotations
 
+from durable_agents.tools.catalog import CATALOG
 from testkit.fixed_output import BENCH_TOOLS
 from tests.agent_test_tools import TEST_TOOLS
-from tools.catalog import CATALOG
 
 TEST_CATALOG = CATALOG.extended(
     tools=[t for t in [*TEST_TOOLS, *BENCH_TOOLS] if CATALOG.tools.get(t.name) is None]

@@ -20,21 +20,21 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.chat_model import ChatModel
-from activities.context_cache import ContextCache
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from contracts.policy import WorkerPolicy
-from runtime.workers import WorkerTuning, build_workers
+from durable_agents.activities.chat_model import ChatModel
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.policy import WorkerPolicy
+from durable_agents.runtime.workers import WorkerTuning, build_workers
+from durable_agents.tools.catalog import Catalog
 from testkit.crash_tools import WorkerCluster
 from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.hang_guard import guard
 from tests.scripted_model import ScriptedChatModel
-from tools.catalog import Catalog
 
 if TYPE_CHECKING:
-    from activities.mcp_servers import McpServers
+    from durable_agents.activities.mcp_servers import McpServers
 
 SECRET_API_KEY = "sk-test-SECRET-a1b2c3d4e5f6-never-in-history"
 FAKE_MODEL = "fake-model-1"

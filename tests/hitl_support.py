@@ -6,7 +6,7 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
-from contracts.approvals import PendingRequest
+from durable_agents.contracts.approvals import PendingRequest
 from testkit.eventually import eventually
 
 

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import uvicorn
 
-from servers.http_api.app import create_app
-from servers.http_api.config import ServeConfig
-from servers.http_serving import SHUTDOWN_GRACE_SECONDS
+from durable_agents.servers.http_api.app import create_app
+from durable_agents.servers.http_api.config import ServeConfig
+from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 

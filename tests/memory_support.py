@@ -20,7 +20,12 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from tools.memory_store import Memory, MemoryStore, MemoryStoreUnavailable, open_memory_store
+from durable_agents.tools.memory_store import (
+    Memory,
+    MemoryStore,
+    MemoryStoreUnavailable,
+    open_memory_store,
+)
 
 STORE_KINDS = ["sqlite", "postgres"]
 

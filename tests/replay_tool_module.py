@@ -6,8 +6,8 @@ whose catalog is `tests.catalog.TEST_CATALOG`."""
 
 from __future__ import annotations
 
+from durable_agents.tools.catalog import REGISTRY
 from tests.catalog import TEST_CATALOG
-from tools.catalog import REGISTRY
 
 for tool in TEST_CATALOG.tools.all():
     if REGISTRY.get(tool.name) is None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from temporalio.client import WorkflowHistory
 
-from runtime.workers import build_replayer
+from durable_agents.runtime.workers import build_replayer
+from durable_agents.tools.catalog import Catalog
 from tests.catalog import TEST_CATALOG
-from tools.catalog import Catalog
 
 
 async def assert_replays(history: WorkflowHistory, catalog: Catalog = TEST_CATALOG) -> None:

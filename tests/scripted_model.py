@@ -32,10 +32,10 @@ from typing import Any, TypeAlias
 
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
-from contracts.messages import ToolCall
-from contracts.model_io import ModelReply, ModelRequest
-from contracts.usage import TokenUsage
+from durable_agents.contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
+from durable_agents.contracts.messages import ToolCall
+from durable_agents.contracts.model_io import ModelReply, ModelRequest
+from durable_agents.contracts.usage import TokenUsage
 
 __all__ = [
     "DEFAULT_USAGE",

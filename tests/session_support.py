@@ -12,7 +12,7 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy
 
-from contracts.session import SessionStatus, TurnResult
+from durable_agents.contracts.session import SessionStatus, TurnResult
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 

@@ -15,7 +15,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.errors import INVALID_INPUT
+from durable_agents.contracts.errors import INVALID_INPUT
 from tests.conftest import BIN, AgentHarness
 
 
@@ -100,7 +100,7 @@ async def test_invalid_input_from_the_temporal_cli(
 
 
 def test_outside_tools_may_not_take_a_local_name() -> None:
-    from loop.input_validation import outside_tools_problem
+    from durable_agents.loop.input_validation import outside_tools_problem
 
     assert outside_tools_problem(["calculator", "researcher"], ["time__now"]) is None
     problem = outside_tools_problem(["calculator", "web__echo"], ["web__echo", "web__x"])

@@ -10,8 +10,8 @@ import uuid
 
 from temporalio.api.enums.v1 import EventType
 
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelRequest
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelRequest
 from testkit import fake_openai as fake
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions

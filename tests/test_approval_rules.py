@@ -14,20 +14,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from contracts.approvals import (
+from durable_agents.contracts.approvals import (
     ALL_PENDING,
     HumanDecision,
     PendingRequest,
     TimeoutAction,
     WaitKind,
 )
-from contracts.request_kind import RequestKind
-from loop import approvals
-from loop.approvals import DecisionRefused, args_digest
-from tools.builtin.ask_user import AskUserArgs, ask_user
-from tools.builtin.calculator import calculator
-from tools.builtin.write_file import WriteFileArgs, write_file
-from tools.definition import question_tool, tool
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.loop import approvals
+from durable_agents.loop.approvals import DecisionRefused, args_digest
+from durable_agents.tools.builtin.ask_user import AskUserArgs, ask_user
+from durable_agents.tools.builtin.calculator import calculator
+from durable_agents.tools.builtin.write_file import WriteFileArgs, write_file
+from durable_agents.tools.definition import question_tool, tool
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)  # UTC is timezone.utc
 LATER = NOW + timedelta(minutes=5)

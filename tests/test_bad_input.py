@@ -23,12 +23,12 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpda
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.errors import INVALID_INPUT
-from contracts.session import SessionStatus, TurnResult
-from loop.input_shape import MAX_DEPTH
-from loop.progress import MAX_QUEUED_STEERING
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.contracts.session import SessionStatus, TurnResult
+from durable_agents.loop.input_shape import MAX_DEPTH
+from durable_agents.loop.progress import MAX_QUEUED_STEERING
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness
 from tests.hitl_support import wait_for_pending
@@ -306,7 +306,7 @@ async def test_bad_signals_and_updates_never_wedge_a_session(
 
 
 async def test_the_session_queue_is_bounded(scripted_agent: ScriptedHarness) -> None:
-    from loop.session_queue import MAX_QUEUED_MESSAGES
+    from durable_agents.loop.session_queue import MAX_QUEUED_MESSAGES
 
     scripted_agent.model.enqueue(
         sm.tool_calls(sm.call("write_file", {"path": "q.txt", "content": "hi"}, id="w1")),

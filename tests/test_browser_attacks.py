@@ -28,9 +28,9 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from cli.errors import CLI_ERROR
-from cli.main import run_cli
-from servers.request_guards import GuardSettings, allowed_host_names
+from durable_agents.cli.errors import CLI_ERROR
+from durable_agents.cli.main import run_cli
+from durable_agents.servers.request_guards import GuardSettings, allowed_host_names
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from contracts.budgets import CostBudget, ModelPrice
-from contracts.stop_reason import StopReason
-from contracts.usage import TokenUsage
-from loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
+from durable_agents.contracts.budgets import CostBudget, ModelPrice
+from durable_agents.contracts.stop_reason import StopReason
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.budgets import NoPrice, budget_exceeded, budget_message, cost_of, price_for
 
 GPT4O = ModelPrice(input_per_million=2.5, output_per_million=10)
 MINI = ModelPrice(input_per_million=0.15, output_per_million=0.6)

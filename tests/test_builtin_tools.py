@@ -12,17 +12,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tools.builtin.calculator import (
+from durable_agents.tools.builtin.calculator import (
     MAX_EXPRESSION_LENGTH,
     CalculatorArgs,
     calculator,
     evaluate,
     format_result,
 )
-from tools.builtin.current_time import CurrentTimeArgs, current_time, describe_time, load_zone
-from tools.builtin.files import ReadFileArgs, read_file, read_text_file
-from tools.builtin.workspace import resolve_in_workspace
-from tools.definition import Tool, ToolContext, ToolError
+from durable_agents.tools.builtin.current_time import (
+    CurrentTimeArgs,
+    current_time,
+    describe_time,
+    load_zone,
+)
+from durable_agents.tools.builtin.files import ReadFileArgs, read_file, read_text_file
+from durable_agents.tools.builtin.workspace import resolve_in_workspace
+from durable_agents.tools.definition import Tool, ToolContext, ToolError
 
 
 @pytest.fixture

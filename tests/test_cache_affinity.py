@@ -22,13 +22,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.cache_affinity import EagerDispatch, named_reply
-from activities.context_cache import ContextCache
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from contracts.approvals import PendingRequest
-from contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply
-from loop.cache_affinity import affinity_queue, missed_elsewhere
+from durable_agents.activities.cache_affinity import EagerDispatch, named_reply
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply
+from durable_agents.loop.cache_affinity import affinity_queue, missed_elsewhere
 from testkit import fake_openai as fake
 from testkit.bench_model import rounds_since_user
 from testkit.crash_tools import WorkerCluster

@@ -14,15 +14,15 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from activities.mcp_config import parse_mcp_config
-from activities.mcp_servers import McpServers
-from contracts.agent_result import AgentResult
-from contracts.model_io import ModelRequest
+from durable_agents.activities.mcp_config import parse_mcp_config
+from durable_agents.activities.mcp_servers import McpServers
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.tools.agents import RESEARCHER
+from durable_agents.workflows.callees.mcp_tool import DEFAULT_MCP_TIMEOUT, MCP_TIMEOUT_MARGIN
 from testkit.eventually import eventually
 from tests.conftest import ScriptedHarness, started_workers
 from tests.scripted_model import Reply, ScriptedChatModel, call, gate, text, tool_calls
-from tools.agents import RESEARCHER
-from workflows.callees.mcp_tool import DEFAULT_MCP_TIMEOUT, MCP_TIMEOUT_MARGIN
 
 TIME = {"command": sys.executable, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.session import MemoryTurn, SessionResult
+from durable_agents.contracts.session import MemoryTurn, SessionResult
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.test_cli_run import AgentCli

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel
+from durable_agents.activities.demo_model import DemoChatModel
 from tests.conftest import started_workers
 from tests.test_cli_run import AgentCli
 

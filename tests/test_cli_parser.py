@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from cli.errors import CLI_ERROR
-from cli.main import build_parser
+from durable_agents.cli.errors import CLI_ERROR
+from durable_agents.cli.main import build_parser
 
 
 def all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -22,11 +22,16 @@ from datetime import UTC, datetime
 
 from temporalio.testing import WorkflowEnvironment
 
-from cli.progress import Console, ProgressView
-from contracts.agent_result import ToolStep
-from contracts.agent_status import AgentStatus
-from contracts.events import AgentEvent, ModelCallFinished, ModelCallStarted, TextDelta
-from contracts.usage import TokenUsage
+from durable_agents.cli.progress import Console, ProgressView
+from durable_agents.contracts.agent_result import ToolStep
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.events import (
+    AgentEvent,
+    ModelCallFinished,
+    ModelCallStarted,
+    TextDelta,
+)
+from durable_agents.contracts.usage import TokenUsage
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

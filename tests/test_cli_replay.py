@@ -14,15 +14,15 @@ from pathlib import Path
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
-from runtime import search_attributes
-from runtime.dev_server import temporal_cli
+from durable_agents.runtime import search_attributes
+from durable_agents.runtime.dev_server import temporal_cli
+from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, started_workers
 from tests.scripted_model import ScriptedChatModel
 from tests.test_cli_run import AgentCli
 from tests.test_replay_configurations import markers
-from workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
 
 HISTORIES = Path(__file__).parent / "histories"
 TOOL_MODULE = "tests.replay_tool_module"

@@ -65,7 +65,7 @@ class AgentCli:
         return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "cli.main",
+            "durable_agents.cli.main",
             "--address",
             self.address,
             "--task-queue",

@@ -22,12 +22,12 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.approvals import HumanDecision, PendingRequest
-from contracts.client_tools import ClientToolSpec, ToolResultUpdate
-from contracts.errors import HUMAN_WAIT_TIMED_OUT
-from contracts.request_kind import RequestKind
-from loop import approvals, client_tools
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.client_tools import ClientToolSpec, ToolResultUpdate
+from durable_agents.contracts.errors import HUMAN_WAIT_TIMED_OUT
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.loop import approvals, client_tools
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests import scripted_model as sm

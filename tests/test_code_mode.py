@@ -17,10 +17,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.code_mode import CodeLimits, ScriptCall
-from contracts.model_io import ToolSchema
-from loop import code_mode
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.code_mode import CodeLimits, ScriptCall
+from durable_agents.contracts.model_io import ToolSchema
+from durable_agents.loop import code_mode
 from tests import agent_test_tools
 from tests import scripted_model as sm
 from tests.conftest import FAKE_MODEL, ScriptedHarness, started_workers

@@ -28,10 +28,10 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel
-from contracts.agent_input import AgentInput
-from contracts.agent_result import AgentResult
-from runtime.codec import (
+from durable_agents.activities.demo_model import DemoChatModel
+from durable_agents.contracts.agent_input import AgentInput
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.codec import (
     ENCODING,
     KEY_ID_KEY,
     EncryptionCodec,
@@ -42,9 +42,9 @@ from runtime.codec import (
     parse_key,
     parse_keyring,
 )
-from runtime.codec_server import CodecHTTPServer, main, server_from_env
-from runtime.settings import WorkerSettings
-from runtime.temporal_client import connect
+from durable_agents.runtime.codec_server import CodecHTTPServer, main, server_from_env
+from durable_agents.runtime.settings import WorkerSettings
+from durable_agents.runtime.temporal_client import connect
 from tests.conftest import BIN, started_workers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -177,7 +177,7 @@ def test_generate_key_and_command_line() -> None:
     assert len(parse_key(generate_key())) == 32
     assert generate_key() != generate_key()
     done = subprocess.run(
-        [sys.executable, "-m", "runtime.codec"],
+        [sys.executable, "-m", "durable_agents.runtime.codec"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -4,10 +4,10 @@ it takes as a retry, and when it misses (so the workflow sends everything)."""
 
 from __future__ import annotations
 
-from activities.context_cache import ContextCache
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import LEGACY_MISS, ContextDelta, ToolSchema
-from loop.context_reuse import (
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import LEGACY_MISS, ContextDelta, ToolSchema
+from durable_agents.loop.context_reuse import (
     NEW,
     Reuse,
     apply_pieces,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from contracts.messages import ChatMessage, ToolCall
-from loop.context_window import (
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.loop.context_window import (
     NOTE_RESERVE_TOKENS,
     SUMMARY_SYSTEM_PROMPT,
     ContextFit,
@@ -25,7 +25,7 @@ from loop.context_window import (
     summary_note,
     summary_request,
 )
-from loop.tokens import MESSAGE_OVERHEAD_TOKENS
+from durable_agents.loop.tokens import MESSAGE_OVERHEAD_TOKENS
 
 NOTE_PREFIX = "[Context note:"
 

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from contracts.agent_result import ToolStep
-from contracts.messages import ChatMessage, ToolCall
-from contracts.scratchpad import RepetitionState, Scratchpad
-from loop.continuation import (
+from durable_agents.contracts.agent_result import ToolStep
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.scratchpad import RepetitionState, Scratchpad
+from durable_agents.loop.continuation import (
     CARRY_LIMIT_BYTES,
     MAX_KEPT_STEPS,
     carried_bytes,
     compact_for_carry,
     compact_steps,
 )
-from loop.repetition import (
+from durable_agents.loop.repetition import (
     REMEMBERED_KEYS,
     REMEMBERED_OBSERVATION_CHARS,
     call_key,
     observe_round,
     screen_round,
 )
-from loop.tool_requests import ToolRequest
+from durable_agents.loop.tool_requests import ToolRequest
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -20,10 +20,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from cli.live_text import model_calls_in_flight
-from contracts.events import AgentEvent, ModelCallRetrying
-from contracts.model_io import ModelReply
-from runtime.event_stream import read_events
+from durable_agents.cli.live_text import model_calls_in_flight
+from durable_agents.contracts.events import AgentEvent, ModelCallRetrying
+from durable_agents.contracts.model_io import ModelReply
+from durable_agents.runtime.event_stream import read_events
+from durable_agents.workflows.model_gateway import MODEL_CALL_RESEND_PATCH
 from testkit import fake_openai as fake
 from testkit.crash_tools import WorkerCluster, attempts_of, crash_effect
 from testkit.eventually import eventually
@@ -31,7 +32,6 @@ from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.conftest import activity_types
 from tests.replaying import assert_replays
-from workflows.model_gateway import MODEL_CALL_RESEND_PATCH
 
 PARTIAL = "HALF-STREAMED draft that the killed worker was still receiving when it died"
 HELD_AFTER = 6  # the role chunk and 5 pieces of 4 characters

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel, plan_steps, step_goal
-from contracts.agent_result import AgentResult
-from contracts.approvals import PendingRequest
+from durable_agents.activities.demo_model import DemoChatModel, plan_steps, step_goal
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import PendingRequest
 from testkit.eventually import eventually
 from tests.conftest import started_workers
 from tests.test_cli_run import AgentCli

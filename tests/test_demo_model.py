@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel, find_expression
-from contracts.agent_result import AgentResult
+from durable_agents.activities.demo_model import DemoChatModel, find_expression
+from durable_agents.contracts.agent_result import AgentResult
 from tests.conftest import activity_types, local_activities, started_workers
 from tests.hitl_support import wait_for_pending
 

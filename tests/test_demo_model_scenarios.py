@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import pytest
 
-from activities.demo_model import DemoChatModel, find_expressions
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelRequest, ToolSchema
-from tools.builtin.calculator import evaluate, format_result
-from tools.definition import ToolError
+from durable_agents.activities.demo_model import DemoChatModel, find_expressions
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelRequest, ToolSchema
+from durable_agents.tools.builtin.calculator import evaluate, format_result
+from durable_agents.tools.definition import ToolError
 
 ALL_TOOLS = ["calculator", "current_time", "write_file", "ask_user"]
 Person = Callable[[str, dict[str, object]], str]

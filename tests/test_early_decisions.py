@@ -19,22 +19,22 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from contracts.agent_result import AgentResult
-from contracts.approvals import (
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import (
     DECISION_REFUSED,
     ApproveSignal,
     HumanDecision,
     RejectSignal,
     ReplySignal,
 )
-from loop import approvals
+from durable_agents.loop import approvals
+from durable_agents.workflows.human_gate import EARLY_DECISIONS_PATCH
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import ScriptedHarness
 from tests.hitl_support import wait_for_pending
 from tests.test_tool_precheck import patch_ids, replays
-from workflows.human_gate import EARLY_DECISIONS_PATCH
 
 ARGS = {"label": "launch"}
 DIGEST = approvals.args_digest(ARGS)

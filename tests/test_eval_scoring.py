@@ -14,8 +14,8 @@ from PIL import Image
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from cli.evaluation import report
-from cli.evaluation.runner import (
+from durable_agents.cli.evaluation import report
+from durable_agents.cli.evaluation.runner import (
     ScriptedPeople,
     history_failures,
     history_latency,
@@ -23,7 +23,7 @@ from cli.evaluation.runner import (
     new_eval_id,
     plan_jobs,
 )
-from cli.evaluation.scoring import (
+from durable_agents.cli.evaluation.scoring import (
     Failures,
     RunRecord,
     check,
@@ -35,11 +35,11 @@ from cli.evaluation.scoring import (
     relabel_default,
     summarize,
 )
-from cli.evaluation.suite import Expectations, Scenario, Suite
-from contracts.agent_result import ModelCall, ModelFailure
-from contracts.approvals import PendingRequest
-from contracts.budgets import ModelPrice
-from contracts.usage import TokenUsage
+from durable_agents.cli.evaluation.suite import Expectations, Scenario, Suite
+from durable_agents.contracts.agent_result import ModelCall, ModelFailure
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.budgets import ModelPrice
+from durable_agents.contracts.usage import TokenUsage
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cli.evaluation.suite import (
+from durable_agents.cli.evaluation.suite import (
     ApprovePerson,
     CancelPerson,
     RejectPerson,

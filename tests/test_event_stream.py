@@ -27,19 +27,21 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 from temporalio.testing import WorkflowEnvironment
 
-from activities.context_cache import ContextCache
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.events import (
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.events import (
     AGENT_EVENT,
     EVENTS_TOPIC,
     SESSION_TERMINAL_EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
     AgentEvent,
 )
-from contracts.session import SessionStatus, TurnResult
-from runtime.event_stream import follow_events, read_events
+from durable_agents.contracts.session import SessionStatus, TurnResult
+from durable_agents.runtime.event_stream import follow_events, read_events
+from durable_agents.tools.definition import ToolContext, tool
+from durable_agents.workflows.input_guard import STREAM_PUBLISH_SIGNAL
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from testkit.fake_openai import FakeOpenAIServer
@@ -50,8 +52,6 @@ from tests.http_api_support import SseEvent, live_api, sse_events
 from tests.replaying import assert_replays
 from tests.session_support import echo_model, send_with_start, wait_status
 from tests.test_bad_input import workflow_task_failures
-from tools.definition import ToolContext, tool
-from workflows.input_guard import STREAM_PUBLISH_SIGNAL
 
 
 class ProgressArgs(BaseModel):

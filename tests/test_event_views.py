@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from contracts.approvals import HumanDecision
-from contracts.plan import Plan, PlanState, PlanStep
-from contracts.request_kind import RequestKind
-from contracts.stop_reason import StopReason
-from loop.event_views import (
+from durable_agents.contracts.approvals import HumanDecision
+from durable_agents.contracts.plan import Plan, PlanState, PlanStep
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.contracts.stop_reason import StopReason
+from durable_agents.loop.event_views import (
     EVENT_TEXT_CHARS,
     HEADLINE_CHARS,
     LIMIT_REASONS,

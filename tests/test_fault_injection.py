@@ -29,8 +29,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from contracts.agent_result import AgentResult
-from contracts.errors import MODEL_CALL_FAILED
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.errors import MODEL_CALL_FAILED
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 

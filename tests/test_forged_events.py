@@ -20,8 +20,9 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 
-from contracts.events import EVENTS_TOPIC
-from runtime.event_stream import read_events
+from durable_agents.contracts.events import EVENTS_TOPIC
+from durable_agents.runtime.event_stream import read_events
+from durable_agents.workflows.input_guard import STREAM_PUBLISH_SIGNAL
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
@@ -29,7 +30,6 @@ from tests.hitl_support import wait_for_pending
 from tests.http_api_support import LiveApi, collect, live_api
 from tests.test_agui import agui_events, run_input, waiting_calls
 from tests.test_bad_input import workflow_task_failures
-from workflows.input_guard import STREAM_PUBLISH_SIGNAL
 
 FORGED = "FORGED-by-someone-else"
 

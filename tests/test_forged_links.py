@@ -20,12 +20,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
-from contracts.agent_status import AgentStatus
-from contracts.agents import AgentProfile
-from contracts.approvals import PendingRequest
-from contracts.errors import INVALID_INPUT
-from contracts.model_io import ModelRequest
-from loop.approvals import args_digest
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.agents import AgentProfile
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.loop.approvals import args_digest
 from testkit.eventually import eventually
 from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness

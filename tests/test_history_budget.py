@@ -22,7 +22,7 @@ from temporalio.client import WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from contracts.session import TurnResult
+from durable_agents.contracts.session import TurnResult
 from testkit.bench_model import TOOL_CHARS, bench_model, turn_of_text, user_message
 from testkit.fixed_output import fixed_text
 from testkit.history_copies import event_labels, full_copies

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from cli.main import run_cli
-from servers.http_api.config import ConfigError, ServeConfig, check_bind, is_loopback
-from servers.http_api.guards import token_matches
+from durable_agents.cli.main import run_cli
+from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind, is_loopback
+from durable_agents.servers.http_api.guards import token_matches
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

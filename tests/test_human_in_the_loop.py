@@ -16,11 +16,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.approvals import DECISION_REFUSED, HumanDecision
-from contracts.model_io import ModelRequest
-from loop.approvals import args_digest
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import DECISION_REFUSED, HumanDecision
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.loop.approvals import args_digest
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import FAKE_MODEL, ScriptedHarness, started_workers

@@ -14,8 +14,8 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.errors import HUMAN_WAIT_TIMED_OUT
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.errors import HUMAN_WAIT_TIMED_OUT
 from tests import scripted_model as sm
 from tests.conftest import FAKE_MODEL, started_workers
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from loop.input_shape import MAX_DEPTH, MAX_SAFE_INTEGER, shape_problem
+from durable_agents.loop.input_shape import MAX_DEPTH, MAX_SAFE_INTEGER, shape_problem
 
 
 def deep(levels: int) -> list[object]:

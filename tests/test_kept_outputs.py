@@ -6,11 +6,11 @@ an output is `tests/test_kept_outputs_run.py`."""
 
 from __future__ import annotations
 
-from activities.context_cache import ContextCache
-from activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ContextDelta
-from loop.kept_outputs import KeptOutput, refer_to_kept
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ContextDelta
+from durable_agents.loop.kept_outputs import KeptOutput, refer_to_kept
 from tests.test_context_reuse import SYSTEM, appended, cache_holding, sent, user
 
 QUEUE = "agent@host-1-abc"

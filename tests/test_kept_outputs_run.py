@@ -12,8 +12,8 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.testing import WorkflowEnvironment
 
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
-from activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
-from runtime.workers import WorkerTuning
+from durable_agents.activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
+from durable_agents.runtime.workers import WorkerTuning
 from testkit import fake_openai as fake
 from testkit.bench_model import rounds_since_user
 from testkit.fake_openai import FakeOpenAIServer

@@ -25,15 +25,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_input import AgentInput
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.payload_limits import limits_context_of
-from contracts.session import TurnResult
-from loop.validation_errors import describe_validation_error
-from runtime.codec_server import CodecHTTPServer
-from runtime.payload_store import StoreSpec, payloads_in, reference_of
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_input import AgentInput
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.payload_limits import limits_context_of
+from durable_agents.contracts.session import TurnResult
+from durable_agents.loop.validation_errors import describe_validation_error
+from durable_agents.runtime.codec_server import CodecHTTPServer
+from durable_agents.runtime.payload_store import StoreSpec, payloads_in, reference_of
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import BIN, FAKE_MODEL, SECRET_API_KEY, started_workers
@@ -234,7 +234,7 @@ def test_the_cli_and_the_codec_server_read_a_stored_result(
     }
 
     def agent(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "cli.main", "--address", address, *args]
+        command = [sys.executable, "-m", "durable_agents.cli.main", "--address", address, *args]
         return subprocess.run(
             command, capture_output=True, text=True, timeout=120, env={**env, **extra}
         )

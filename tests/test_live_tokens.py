@@ -21,12 +21,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
-from cli import render
-from cli.live_text import LiveCall, LiveText, StreamText, model_calls_in_flight
-from contracts.agent_result import AgentResult
-from contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
-from contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
-from contracts.usage import TokenUsage
+from durable_agents.cli import render
+from durable_agents.cli.live_text import LiveCall, LiveText, StreamText, model_calls_in_flight
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
+from durable_agents.contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
+from durable_agents.contracts.usage import TokenUsage
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

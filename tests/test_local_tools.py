@@ -21,18 +21,18 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError, RetryState, TimeoutType
 from temporalio.exceptions import TimeoutError as TemporalTimeoutError
 
-import activities.tool_activities as tool_activities
-from contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
+import durable_agents.activities.tool_activities as tool_activities
+from durable_agents.contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
+from durable_agents.tools.catalog import REGISTRY
+from durable_agents.tools.definition import ToolOptions, tool
+from durable_agents.workflows.callees.activity import tool_failure
+from durable_agents.workflows.callees.local_tool import LOCAL_TOOLS_PATCH, local_activity_error
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.replaying import assert_replays
 from tests.test_cancellation import cancel_and_wait
-from tools.catalog import REGISTRY
-from tools.definition import ToolOptions, tool
-from workflows.callees.activity import tool_failure
-from workflows.callees.local_tool import LOCAL_TOOLS_PATCH, local_activity_error
 
 # --- definitions ------------------------------------------------------------------------------
 

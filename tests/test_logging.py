@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runtime.log_format import JsonFormatter
+from durable_agents.runtime.log_format import JsonFormatter
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 

@@ -10,8 +10,8 @@ import uuid
 
 from temporalio.api.enums.v1 import EventType
 
-from contracts.model_io import ModelRequest
-from contracts.session import TurnResult
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.contracts.session import TurnResult
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
 

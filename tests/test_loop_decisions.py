@@ -9,22 +9,22 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from contracts.agent_result import ModelCall, ToolStep
-from contracts.agent_status import AgentStatus
-from contracts.approvals import PendingRequest, WaitKind
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelReply
-from contracts.plan import Plan
-from contracts.request_kind import RequestKind
-from contracts.scratchpad import RepetitionState, Scratchpad
-from contracts.stop_reason import StopReason
-from contracts.usage import TokenUsage
-from loop.context_plan import plan_context, summary_due, with_summary
-from loop.continuation import MAX_KEPT_STEPS
-from loop.markdown import code_span
-from loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE, read_reply
-from loop.plan import new_plan, with_status
-from loop.progress import (
+from durable_agents.contracts.agent_result import ModelCall, ToolStep
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import PendingRequest, WaitKind
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelReply
+from durable_agents.contracts.plan import Plan
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.contracts.scratchpad import RepetitionState, Scratchpad
+from durable_agents.contracts.stop_reason import StopReason
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.context_plan import plan_context, summary_due, with_summary
+from durable_agents.loop.continuation import MAX_KEPT_STEPS
+from durable_agents.loop.markdown import code_span
+from durable_agents.loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE, read_reply
+from durable_agents.loop.plan import new_plan, with_status
+from durable_agents.loop.progress import (
     ModelAnswer,
     Round,
     next_iteration,
@@ -32,8 +32,8 @@ from loop.progress import (
     with_model_call,
     with_round,
 )
-from loop.status import current_details, run_status, visible_phase
-from loop.stop import Limits, Outcome, Stop, decide_stop
+from durable_agents.loop.status import current_details, run_status, visible_phase
+from durable_agents.loop.stop import Limits, Outcome, Stop, decide_stop
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 

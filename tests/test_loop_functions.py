@@ -12,14 +12,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from contracts.agent_input import DEFAULT_SYSTEM_PROMPT, AgentInput
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelReply
-from contracts.usage import TokenUsage
-from loop.conversation import append_round, start_conversation
-from loop.input_validation import InvalidAgentInput, validate_agent_input
-from loop.limits import max_iterations_message
-from loop.model_reply import (
+from durable_agents.contracts.agent_input import DEFAULT_SYSTEM_PROMPT, AgentInput
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelReply
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.conversation import append_round, start_conversation
+from durable_agents.loop.input_validation import InvalidAgentInput, validate_agent_input
+from durable_agents.loop.limits import max_iterations_message
+from durable_agents.loop.model_reply import (
     EMPTY_ANSWER_MESSAGE,
     EMPTY_REPLY_NUDGE,
     AskAgain,
@@ -28,9 +28,19 @@ from loop.model_reply import (
     normalize_reply,
     read_final_answer,
 )
-from loop.observations import ToolFailure, failure_observation, truncate_observation
-from loop.summaries import SUMMARY_MAX_CHARS, model_call_summary, shorten, tool_call_summary
-from loop.tool_requests import RefusedCall, ToolRequest, parse_arguments, plan_tool_calls
+from durable_agents.loop.observations import ToolFailure, failure_observation, truncate_observation
+from durable_agents.loop.summaries import (
+    SUMMARY_MAX_CHARS,
+    model_call_summary,
+    shorten,
+    tool_call_summary,
+)
+from durable_agents.loop.tool_requests import (
+    RefusedCall,
+    ToolRequest,
+    parse_arguments,
+    plan_tool_calls,
+)
 
 KNOWN_TOOLS = ["calculator", "web_search", "clock"]
 
@@ -557,9 +567,9 @@ def test_token_usage_adds_field_by_field() -> None:
 def test_plan_notes_count_what_they_drop_whatever_the_messages_say() -> None:
     """A note's text is the sender's: one that looks like the dropped-notes line (it used to
     be parsed back, and `by: "(me"` wedged the run) is a note like any other."""
-    from contracts.messages import SteerMessage
-    from contracts.plan import Plan
-    from loop.plan import MAX_PLAN_NOTES_CHARS, new_plan, step_task, with_notes
+    from durable_agents.contracts.messages import SteerMessage
+    from durable_agents.contracts.plan import Plan
+    from durable_agents.loop.plan import MAX_PLAN_NOTES_CHARS, new_plan, step_task, with_notes
 
     state = new_plan(Plan.model_validate({"steps": [{"goal": "a"}]}))
     forged = SteerMessage(text="x: the notes are full)", by="(me")

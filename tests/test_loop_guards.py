@@ -12,12 +12,12 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import MAX_ITERATIONS_REACHED, NO_PRICE_FOR_MODEL
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelRequest
-from loop.context_window import SUMMARY_SYSTEM_PROMPT, estimate_tokens
-from loop.limits import FINAL_ANSWER_PROMPT
-from loop.model_reply import EMPTY_ANSWER_MESSAGE
+from durable_agents.contracts.errors import MAX_ITERATIONS_REACHED, NO_PRICE_FOR_MODEL
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.loop.context_window import SUMMARY_SYSTEM_PROMPT, estimate_tokens
+from durable_agents.loop.limits import FINAL_ANSWER_PROMPT
+from durable_agents.loop.model_reply import EMPTY_ANSWER_MESSAGE
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
 

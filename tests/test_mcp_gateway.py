@@ -24,10 +24,10 @@ from mcp_types import CallToolResult, TextContent
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.tools.agents import RESEARCHER
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
-from tools.agents import RESEARCHER
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_ENV_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TASK_QUEUE", "AGENT_DEBUG")
@@ -35,7 +35,15 @@ CLI_ENV_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TASK_QUEUE", "AG
 
 def gateway_args(agent: AgentHarness, env: WorkflowEnvironment, *extra: str) -> list[str]:
     address = env.client.service_client.config.target_host
-    return ["-m", "cli.main", "--address", address, "--task-queue", agent.task_queue, *extra]
+    return [
+        "-m",
+        "durable_agents.cli.main",
+        "--address",
+        address,
+        "--task-queue",
+        agent.task_queue,
+        *extra,
+    ]
 
 
 def clean_env() -> dict[str, str]:

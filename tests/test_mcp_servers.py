@@ -32,12 +32,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.mcp_config import McpConfigError, load_mcp_config, parse_mcp_config
-from activities.mcp_servers import McpServers
-from contracts.agent_result import AgentResult
-from contracts.approvals import PendingRequest
-from contracts.errors import TOOL_ERROR
-from contracts.mcp import (
+from durable_agents.activities.mcp_config import McpConfigError, load_mcp_config, parse_mcp_config
+from durable_agents.activities.mcp_servers import McpServers
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.errors import TOOL_ERROR
+from durable_agents.contracts.mcp import (
     MCP_LIST_TOOLS_ACTIVITY,
     MCP_SERVER_FAILED,
     MCP_SERVER_TIMEOUT,

@@ -7,7 +7,7 @@ import pytest
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import INVALID_INPUT
+from durable_agents.contracts.errors import INVALID_INPUT
 from tests.conftest import ScriptedHarness
 from tests.scripted_model import call, text, tool_calls
 

@@ -14,7 +14,24 @@ import psycopg
 import pytest
 from pydantic import ValidationError
 
-from runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.tools.builtin.memory import (
+    ForgetArgs,
+    RecallArgs,
+    RememberArgs,
+    forget,
+    recall,
+    remember,
+)
+from durable_agents.tools.definition import ToolContext, ToolError
+from durable_agents.tools.memory_store import (
+    SCHEMA_VERSION,
+    MemoryStore,
+    MemoryStoreError,
+    MemoryStoreUnavailable,
+    open_memory_store,
+    search_words,
+)
 from testkit.crash_tools import free_port
 from tests.memory_support import (  # noqa: F401  (the *_fixture names register fixtures)
     MemoryTarget,
@@ -22,16 +39,6 @@ from tests.memory_support import (  # noqa: F401  (the *_fixture names register 
     memory_target_fixture,
     postgres_server_url_fixture,
     store_fixture,
-)
-from tools.builtin.memory import ForgetArgs, RecallArgs, RememberArgs, forget, recall, remember
-from tools.definition import ToolContext, ToolError
-from tools.memory_store import (
-    SCHEMA_VERSION,
-    MemoryStore,
-    MemoryStoreError,
-    MemoryStoreUnavailable,
-    open_memory_store,
-    search_words,
 )
 
 

@@ -22,11 +22,12 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities.context_cache import ContextCache
-from contracts.agent_result import AgentResult
-from contracts.model_io import ModelRequest
-from contracts.session import SessionResult
-from runtime.workers import build_workers
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.contracts.session import SessionResult
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.memory_store import MemoryStore
 from testkit import fake_openai as fake
 from testkit.crash_tools import ROOT, WorkerCluster, attempts_of, free_port, worker_env
 from testkit.fake_openai import FakeOpenAIServer
@@ -41,7 +42,6 @@ from tests.memory_support import (  # noqa: F401  (the *_fixture names register 
 )
 from tests.scripted_model import ReplyLike, ScriptedChatModel, call, text, tool_calls
 from tests.session_support import send_with_start
-from tools.memory_store import MemoryStore
 
 MEMORY_TOOLS = {"remember", "recall", "forget"}
 COMMAND = re.compile(r"^(remember|recall|forget):\s*(.*)$", re.I | re.S)

@@ -12,8 +12,8 @@ from typing import Any
 
 from ag_ui.core import EventType
 
-from cli.live_text import StreamText
-from contracts.events import (
+from durable_agents.cli.live_text import StreamText
+from durable_agents.contracts.events import (
     AGENT_EVENT,
     AgentEvent,
     ModelCallFinished,
@@ -21,7 +21,7 @@ from contracts.events import (
     ModelCallStarted,
     TextDelta,
 )
-from servers.http_api.agui_mapping import AguiTranslator
+from durable_agents.servers.http_api.agui_mapping import AguiTranslator
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 BASE: dict[str, Any] = {"workflow_id": "w", "at": AT, "model_call": 1}

@@ -12,7 +12,7 @@ import openai
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.model_errors import (
+from durable_agents.activities.model_errors import (
     MAX_RETRY_DELAY_SECONDS,
     MIN_SECRET_PREFIX,
     provider_message,
@@ -23,8 +23,12 @@ from activities.model_errors import (
     secret_spans,
     to_application_error,
 )
-from activities.openai_model import OpenAIChatModel
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE, MODEL_UNUSABLE
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.errors import (
+    MODEL_REQUEST_REJECTED,
+    MODEL_UNAVAILABLE,
+    MODEL_UNUSABLE,
+)
 
 API_KEY = "sk-unit-test-KEY-0123456789abcdef"
 URL = "http://x/v1/chat/completions"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.model_router import ModelRouter, split_provider
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
+from durable_agents.activities.model_router import ModelRouter, split_provider
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, history_json, started_workers

@@ -12,7 +12,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
-from contracts.agent_status import AgentStatus
+from durable_agents.contracts.agent_status import AgentStatus
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import gates

@@ -9,10 +9,10 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from contracts.messages import ToolCall
-from contracts.model_io import ContextDelta, ModelReply
-from contracts.tool_io import ToolInvocation, ToolOutput
-from contracts.usage import TokenUsage
+from durable_agents.contracts.messages import ToolCall
+from durable_agents.contracts.model_io import ContextDelta, ModelReply
+from durable_agents.contracts.tool_io import ToolInvocation, ToolOutput
+from durable_agents.contracts.usage import TokenUsage
 
 CALL = ToolCall(id="c1", name="calculator", arguments="{}")
 

@@ -8,11 +8,15 @@ import pytest
 from openai.types.chat import ChatCompletion
 from temporalio.exceptions import ApplicationError
 
-from activities.openai_model import message_to_wire, reply_from_completion, tool_to_wire
-from contracts.errors import MODEL_UNAVAILABLE
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelReply, ToolSchema
-from contracts.usage import TokenUsage
+from durable_agents.activities.openai_model import (
+    message_to_wire,
+    reply_from_completion,
+    tool_to_wire,
+)
+from durable_agents.contracts.errors import MODEL_UNAVAILABLE
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelReply, ToolSchema
+from durable_agents.contracts.usage import TokenUsage
 
 # --- message_to_wire --------------------------------------------------------------------------
 

@@ -1,12 +1,13 @@
 """Packaging: building the project prints no setuptools warning about the web console's files,
 and those files still ship (issue 31, item 14: `make run`'s `pip install --quiet -e .` printed
-a wall of "Package 'servers.http_api.static' is absent from the packages configuration").
+a wall of "Package 'durable_agents.servers.http_api.static' is absent from the packages
+configuration").
 
 The build runs setuptools' `build_py` from this venv on a copy of the packaged sources, with the
 `__pycache__` directories a working tree has: under a second, no network (pip's isolated build
 would fetch setuptools from the index). setuptools 65 words the warning "Installing
-'servers.http_api.static' as data is deprecated"; later ones "is absent from the packages
-configuration"; both are a `SetuptoolsDeprecationWarning` naming the directory.
+'durable_agents.servers.http_api.static' as data is deprecated"; later ones "is absent from the
+packages configuration"; both are a `SetuptoolsDeprecationWarning` naming the directory.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("activities", "cli", "contracts", "loop", "runtime", "servers", "tools", "workflows")
-STATIC = Path("servers/http_api/static")
+PACKAGE = "durable_agents"
+STATIC = Path("durable_agents/servers/http_api/static")
 
 
 def test_the_build_warns_of_nothing_and_ships_the_console(tmp_path: Path) -> None:
@@ -26,9 +27,10 @@ def test_the_build_warns_of_nothing_and_ships_the_console(tmp_path: Path) -> Non
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "worker.py"):
         shutil.copy2(ROOT / name, source / name)
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, source / package)
-    (source / "cli" / "__pycache__").mkdir(exist_ok=True)  # as a tree that has run has
+    for folder in (PACKAGE, "workflows", "activities"):  # the last two: the application's own
+        if (ROOT / folder).is_dir():
+            shutil.copytree(ROOT / folder, source / folder)
+    (source / PACKAGE / "cli" / "__pycache__").mkdir(exist_ok=True)  # as a tree that has run has
     built = tmp_path / "built"
 
     done = subprocess.run(
@@ -40,16 +42,16 @@ def test_the_build_warns_of_nothing_and_ships_the_console(tmp_path: Path) -> Non
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "SetuptoolsDeprecationWarning" not in output, output
-    assert "servers.http_api.static" not in output, output
+    assert "durable_agents.servers.http_api.static" not in output, output
     shipped = sorted(p.name for p in (built / STATIC).iterdir())
     assert shipped == sorted(p.name for p in (ROOT / STATIC).iterdir() if p.is_file())
     assert {"index.html", "console.js", "console.css"} <= set(shipped)
     assert not list(built.rglob("__pycache__")), "bytecode caches are not packages"
     modules = {p.relative_to(built) for p in built.rglob("*.py")}
     expected = {
-        p.relative_to(ROOT)
-        for package in PACKAGES
-        for p in (ROOT / package).rglob("*.py")
-        if "__pycache__" not in p.parts
+        p.relative_to(ROOT) for p in (ROOT / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts
     }
-    assert modules == expected | {Path("worker.py")}
+    assert modules == expected
+    # One top-level import package (issue 33): the application's worker.py, workflows/ and
+    # activities/ stay in the repository.
+    assert {p.name for p in built.iterdir()} == {PACKAGE}

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from contracts.command_server import CommandServer
-from contracts.request_kind import RequestKind
-from contracts.usage import TokenUsage
-from loop.approvals import answer_command, open_request
-from loop.pasted_commands import aimed_command, aimed_requests, server_flags
-from loop.session_details import idle_details
+from durable_agents.contracts.command_server import CommandServer
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.approvals import answer_command, open_request
+from durable_agents.loop.pasted_commands import aimed_command, aimed_requests, server_flags
+from durable_agents.loop.session_details import idle_details
 
 SIGNAL = answer_command("wf 1", RequestKind.APPROVAL, "c1")
 

@@ -21,11 +21,11 @@ from temporalio.client import Client
 from temporalio.converter import JSONProtoPayloadConverter, StorageDriverClaim
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from runtime.codec import data_converter, generate_key, parse_key
-from runtime.dev_server import is_listening
-from runtime.payload_store import (
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.codec import data_converter, generate_key, parse_key
+from durable_agents.runtime.dev_server import is_listening
+from durable_agents.runtime.payload_store import (
     OFF,
     THRESHOLD,
     FileStorageDriver,

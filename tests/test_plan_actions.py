@@ -20,14 +20,20 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowU
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel, chain, chained_move, demo_plan, plan_steps
-from cli.evaluation.suite import load_suite
-from contracts.agent_result import AgentResult
-from contracts.approvals import PendingRequest
-from contracts.messages import ChatMessage, SteerMessage
-from contracts.model_io import ModelRequest, ToolSchema
-from contracts.plan import EditPlan, Plan, PlanStep, StepExpectation, StepOutcome
-from loop.plan import (
+from durable_agents.activities.demo_model import (
+    DemoChatModel,
+    chain,
+    chained_move,
+    demo_plan,
+    plan_steps,
+)
+from durable_agents.cli.evaluation.suite import load_suite
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.messages import ChatMessage, SteerMessage
+from durable_agents.contracts.model_io import ModelRequest, ToolSchema
+from durable_agents.contracts.plan import EditPlan, Plan, PlanStep, StepExpectation, StepOutcome
+from durable_agents.loop.plan import (
     PLANNER_PROMPT,
     new_plan,
     plan_tool,
@@ -38,11 +44,17 @@ from loop.plan import (
     with_outcome,
     with_status,
 )
-from loop.plan_actions import action_call_id, action_reply
-from loop.plan_answer import templated_answer
-from loop.plan_expect import as_number, check_tool, plain_verdict, read_check, wildcard_match
-from loop.plan_refs import MissingResult, plan_problems, put_in, resolve_args
-from loop.plan_schema import compact_schema
+from durable_agents.loop.plan_actions import action_call_id, action_reply
+from durable_agents.loop.plan_answer import templated_answer
+from durable_agents.loop.plan_expect import (
+    as_number,
+    check_tool,
+    plain_verdict,
+    read_check,
+    wildcard_match,
+)
+from durable_agents.loop.plan_refs import MissingResult, plan_problems, put_in, resolve_args
+from durable_agents.loop.plan_schema import compact_schema
 from testkit.eventually import eventually
 from tests.conftest import ScriptedHarness, activity_types, local_activities, started_workers
 from tests.replaying import assert_replays

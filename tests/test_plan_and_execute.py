@@ -17,14 +17,22 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError, W
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.approvals import HumanDecision, PendingRequest
-from contracts.messages import SteerMessage
-from contracts.model_io import ModelRequest
-from contracts.plan import Plan, PlanState
-from contracts.session import TurnResult
-from loop.plan import checklist, new_plan, read_plan, revised, step_task, with_notes, with_status
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.messages import SteerMessage
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.contracts.plan import Plan, PlanState
+from durable_agents.contracts.session import TurnResult
+from durable_agents.loop.plan import (
+    checklist,
+    new_plan,
+    read_plan,
+    revised,
+    step_task,
+    with_notes,
+    with_status,
+)
 from testkit.eventually import eventually
 from tests.conftest import FAKE_MODEL, ScriptedHarness, activity_types, started_workers
 from tests.scripted_model import Completion, ScriptedChatModel, call, text, tool_calls

@@ -16,13 +16,14 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.approvals import PendingRequest
-from contracts.errors import INVALID_INPUT
-from contracts.messages import SteerMessage
-from contracts.policy import ApprovalPolicy, ApprovalRule, WorkerPolicy
-from loop.policy import matching_rule, overridden_approvals, verdict
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.contracts.messages import SteerMessage
+from durable_agents.contracts.policy import ApprovalPolicy, ApprovalRule, WorkerPolicy
+from durable_agents.loop.policy import matching_rule, overridden_approvals, verdict
+from durable_agents.tools.catalog import REGISTRY
 from testkit.eventually import eventually
 from tests.conftest import (
     FAKE_MODEL,
@@ -33,7 +34,6 @@ from tests.conftest import (
 )
 from tests.scripted_model import ScriptedChatModel, call, gate, text, tool_calls
 from tests.test_cli_run import AgentCli
-from tools.catalog import REGISTRY
 
 WRITE = {"path": "a.txt", "content": "x"}
 

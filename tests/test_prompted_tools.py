@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities.openai_model import OpenAIChatModel
-from activities.prompted_tools import (
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.activities.prompted_tools import (
     NEXT_STEP,
     prompted_messages,
     read_prompted_calls,
 )
-from contracts.agent_result import AgentResult
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelRequest
-from runtime.models import chat_model_for
-from runtime.settings import AgentSettings
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.runtime.models import chat_model_for
+from durable_agents.runtime.settings import AgentSettings
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types, local_activities, started_workers

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from activities.model_router import ModelRouter
-from runtime.models import chat_model_for
-from runtime.settings import AgentSettings, SettingsError
+from durable_agents.activities.model_router import ModelRouter
+from durable_agents.runtime.models import chat_model_for
+from durable_agents.runtime.settings import AgentSettings, SettingsError
 
 PROVIDERS = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key": "ollama-key-SECRET"},

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from activities.openai_model import OpenAIChatModel, message_to_wire
-from activities.provider_fields import merge_piece
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelRequest
+from durable_agents.activities.openai_model import OpenAIChatModel, message_to_wire
+from durable_agents.activities.provider_fields import merge_piece
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelRequest
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import AgentHarness

@@ -20,14 +20,14 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from runtime.workers import build_workers
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
+from durable_agents.tools.definition import Tool, tool
+from durable_agents.tools.registry import ToolRegistry
 from testkit.eventually import eventually
 from tests.catalog import TEST_CATALOG
 from tests.scripted_model import ScriptedChatModel, call, text, tool_calls
-from tools.catalog import CATALOG
-from tools.definition import Tool, tool
-from tools.registry import ToolRegistry
 
 # -- the registry --------------------------------------------------------------------------------
 

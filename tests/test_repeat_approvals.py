@@ -12,10 +12,10 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.render import approval_prompt, pending_block
-from contracts.approvals import PendingRequest, RepeatOf
-from contracts.events import ApprovalRequested
-from runtime.event_stream import read_events
+from durable_agents.cli.render import approval_prompt, pending_block
+from durable_agents.contracts.approvals import PendingRequest, RepeatOf
+from durable_agents.contracts.events import ApprovalRequested
+from durable_agents.runtime.event_stream import read_events
 from testkit.eventually import eventually
 from tests.conftest import ScriptedHarness, activity_types
 from tests.hitl_support import wait_for_pending

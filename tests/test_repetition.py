@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.agent_result import StepStatus, ToolStep
-from contracts.approvals import HumanDecision, RepeatOf
-from contracts.messages import ToolCall
-from contracts.request_kind import RequestKind
-from contracts.scratchpad import RepetitionState
-from loop.repetition import (
+from durable_agents.contracts.agent_result import StepStatus, ToolStep
+from durable_agents.contracts.approvals import HumanDecision, RepeatOf
+from durable_agents.contracts.messages import ToolCall
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.contracts.scratchpad import RepetitionState
+from durable_agents.loop.repetition import (
     RepeatScreen,
     call_key,
     error_key,
@@ -29,7 +29,7 @@ from loop.repetition import (
     screen_repeat,
     screen_round,
 )
-from loop.tool_requests import PlannedCall, RefusedCall, ToolRequest
+from durable_agents.loop.tool_requests import PlannedCall, RefusedCall, ToolRequest
 
 _ids = iter(range(1_000_000))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from runtime.workers import build_replayer
+from durable_agents.runtime.workers import build_replayer
 from testkit import fake_openai as fake
 from tests.catalog import TEST_CATALOG
 from tests.conftest import AgentHarness

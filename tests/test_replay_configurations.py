@@ -28,9 +28,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from contracts.payload_limits import TODAY
-from runtime import search_attributes
-from runtime.workers import build_replayer
+from durable_agents.contracts.payload_limits import TODAY
+from durable_agents.runtime import search_attributes
+from durable_agents.runtime.workers import build_replayer
+from durable_agents.tools.catalog import Catalog
+from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.refusals import LARGE_PAYLOADS_PATCH
+from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
+from durable_agents.workflows.session_workflow import SessionWorkflow
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
@@ -38,11 +43,6 @@ from tests.conftest import FAKE_MODEL, started_workers
 from tests.histories.record import WORKFLOW_ID, WORKFLOW_IDS
 from tests.hitl_support import wait_for_pending
 from tests.scripted_model import ScriptedChatModel
-from tools.catalog import Catalog
-from workflows.agent_workflow import AgentWorkflow
-from workflows.refusals import LARGE_PAYLOADS_PATCH
-from workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
-from workflows.session_workflow import SessionWorkflow
 
 HISTORIES = Path(__file__).parent / "histories"
 COMMITTED = sorted(HISTORIES.rglob("*.json"))
@@ -276,12 +276,12 @@ async def test_a_replayer_without_a_runs_tools_says_which_it_lacks(
     """Tools are code, not configuration: a replayer without the run's tools cannot replay it
     (refusing the input where the run was accepted), and its log names what it lacks."""
     history = committed_history(HISTORIES / "parallel_tools.json")
-    with caplog.at_level(logging.WARNING, logger="workflows.replay"):
+    with caplog.at_level(logging.WARNING, logger="durable_agents.workflows.replay"):
         failure = await replay_failure(history, plain_replayer())
     assert failure is not None and "Nondeterminism" in failure
-    said = [r.getMessage() for r in caplog.records if r.name == "workflows.replay"]
+    said = [r.getMessage() for r in caplog.records if r.name == "durable_agents.workflows.replay"]
     assert said and "this worker lacks echo, refuses, which the run names" in said[0], said
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="workflows.replay"):
+    with caplog.at_level(logging.WARNING, logger="durable_agents.workflows.replay"):
         assert await replay_failure(history, build_replayer(TEST_CATALOG)) is None
-    assert not [r for r in caplog.records if r.name == "workflows.replay"]
+    assert not [r for r in caplog.records if r.name == "durable_agents.workflows.replay"]

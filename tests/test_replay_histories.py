@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import WorkflowHistory
 
-from runtime.workers import build_replayer
+from durable_agents.runtime.workers import build_replayer
 from tests.catalog import TEST_CATALOG
 from tests.histories.record import WORKFLOW_ID, WORKFLOW_IDS
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from ag_ui.core import TextMessageContentEvent, TextMessageEndEvent
 
-from activities.activity_events import kept_at_close
-from cli.live_text import StreamText
-from contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
-from contracts.model_io import ModelReply
-from servers.http_api.agui_mapping import AguiTranslator
+from durable_agents.activities.activity_events import kept_at_close
+from durable_agents.cli.live_text import StreamText
+from durable_agents.contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
+from durable_agents.contracts.model_io import ModelReply
+from durable_agents.servers.http_api.agui_mapping import AguiTranslator
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 BASE: dict[str, Any] = {"workflow_id": "w", "at": AT, "model_call": 1}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from contracts.approvals import PendingRequest
-from contracts.request_kind import RequestKind
-from loop import approvals
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.loop import approvals
 
 
 def test_a_plan_is_decided_like_an_approval_and_a_question_by_a_reply() -> None:

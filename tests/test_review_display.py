@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from cli import render
-from contracts.agent_status import AgentStatus
-from contracts.approvals import PendingRequest
-from contracts.plan import Plan
-from contracts.request_kind import RequestKind
-from loop.approvals import args_digest, open_request
-from loop.plan import new_plan
-from loop.review_display import (
+from durable_agents.cli import render
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.plan import Plan
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.loop.approvals import args_digest, open_request
+from durable_agents.loop.plan import new_plan
+from durable_agents.loop.review_display import (
     HEAD_LINES,
     LINE_CHARS,
     SHORT_VALUE_CHARS,
@@ -35,8 +35,8 @@ from loop.review_display import (
     show_call,
     terminal_lines,
 )
-from loop.session_details import idle_details, turn_details
-from loop.status import current_details
+from durable_agents.loop.session_details import idle_details, turn_details
+from durable_agents.loop.status import current_details
 
 RLO = "\u202e"
 BIDI = [

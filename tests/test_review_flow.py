@@ -19,8 +19,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.approvals import PendingRequest
-from contracts.session import SessionStatus
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.session import SessionStatus
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

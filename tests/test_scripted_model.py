@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import ModelRequest
-from contracts.usage import TokenUsage
+from durable_agents.contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.contracts.usage import TokenUsage
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 

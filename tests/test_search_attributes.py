@@ -17,11 +17,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.approvals import PendingRequest
-from contracts.request_kind import RequestKind
-from loop.search_attributes import search_state
-from runtime import search_attributes
-from runtime.dev_server import temporal_cli
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.loop.search_attributes import search_state
+from durable_agents.runtime import search_attributes
+from durable_agents.runtime.dev_server import temporal_cli
+from durable_agents.workflows.search_attributes import AGENT_PHASE, AGENT_TOKENS, AGENT_WAITING_FOR
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
@@ -30,7 +31,6 @@ from tests.hitl_support import wait_for_pending
 from tests.replaying import assert_replays
 from tests.scripted_model import ScriptedChatModel
 from tests.session_support import send_with_start
-from workflows.search_attributes import AGENT_PHASE, AGENT_TOKENS, AGENT_WAITING_FOR
 
 CATALOG = TEST_CATALOG.with_search_attributes()
 

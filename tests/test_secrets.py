@@ -26,11 +26,11 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities.model_errors import MIN_SECRET_PREFIX
-from activities.model_router import ModelRouter
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from contracts.errors import MODEL_CALL_FAILED
+from durable_agents.activities.model_errors import MIN_SECRET_PREFIX
+from durable_agents.activities.model_router import ModelRouter
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.errors import MODEL_CALL_FAILED
 from testkit import fake_openai as fake
 from testkit.crash_tools import WorkerCluster
 from testkit.fake_openai import FakeOpenAIServer

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from runtime.dev_server import DevServer, is_listening
-from runtime.settings import AgentSettings
-from servers.http_api.serve import UI_PORT_OFFSET, default_web_ui
+from durable_agents.runtime.dev_server import DevServer, is_listening
+from durable_agents.runtime.settings import AgentSettings
+from durable_agents.servers.http_api.serve import UI_PORT_OFFSET, default_web_ui
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually
 
@@ -59,7 +59,7 @@ async def served_web_ui(args: list[str], env: dict[str, str]) -> str | None:
     port = free_port()
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "AGENT_"))}
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), *args],
+        [sys.executable, "-m", "durable_agents.cli.main", "serve", "--port", str(port), *args],
         env={**environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -21,9 +21,9 @@ import pytest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.openai_model import OpenAIChatModel
-from contracts.agent_result import AgentResult
-from runtime.dev_server import DevServer, is_listening
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.dev_server import DevServer, is_listening
 from testkit import fake_openai as fake
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually

@@ -16,8 +16,8 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.agent_result import AgentResult
-from contracts.approvals import DECISION_REFUSED, HumanDecision
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.approvals import DECISION_REFUSED, HumanDecision
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness, ScriptedHarness

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from contracts.agent_input import AgentSettings
-from contracts.agent_result import StopReason, ToolStep
-from contracts.messages import ChatMessage
-from contracts.session import MemoryTurn, SessionResult, TurnReport, TurnResult
-from loop.limits import max_iterations_message
-from loop.memory import (
+from durable_agents.contracts.agent_input import AgentSettings
+from durable_agents.contracts.agent_result import StopReason, ToolStep
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.session import MemoryTurn, SessionResult, TurnReport, TurnResult
+from durable_agents.loop.limits import max_iterations_message
+from durable_agents.loop.memory import (
     incomplete_note,
     incomplete_reason,
     last_answer,
@@ -24,7 +24,7 @@ from loop.memory import (
     remember,
     turn_tokens,
 )
-from loop.tokens import estimate_messages_tokens
+from durable_agents.loop.tokens import estimate_messages_tokens
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status

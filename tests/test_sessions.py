@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from contracts.session import MemoryTurn, SessionResult, SessionStatus, TurnResult
+from durable_agents.contracts.session import MemoryTurn, SessionResult, SessionStatus, TurnResult
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status

@@ -17,12 +17,12 @@ from pydantic import SecretStr
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from cli.connection import Target
-from runtime.codec import generate_key
-from runtime.codec_server import server_from_env
-from runtime.settings import AgentSettings, SettingsError
-from runtime.temporal_client import connect_with_settings, load_connection
-from runtime.tracing import tracing_enabled
+from durable_agents.cli.connection import Target
+from durable_agents.runtime.codec import generate_key
+from durable_agents.runtime.codec_server import server_from_env
+from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.temporal_client import connect_with_settings, load_connection
+from durable_agents.runtime.tracing import tracing_enabled
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "tmprl-SECRET-api-key-" + uuid.uuid4().hex
@@ -335,7 +335,7 @@ async def test_agent_cli_reaches_the_server_of_the_profile(
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "cli.main",
+            "durable_agents.cli.main",
             *args,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -360,7 +360,7 @@ async def test_agent_cli_reaches_the_server_of_the_profile(
 def test_worker_and_codec_server_refuse_invalid_settings_in_one_line() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "LOG_"))}
     env |= {"LOG_FORMAT": "xml", "OPENAI_API_KEY": OPENAI_KEY, "AGENT_CODEC_TOKEN": CODEC_TOKEN}
-    for command in (["worker.py"], ["-m", "runtime.codec_server", "--port", "0"]):
+    for command in (["worker.py"], ["-m", "durable_agents.runtime.codec_server", "--port", "0"]):
         done = subprocess.run(
             [sys.executable, *command],
             cwd=ROOT,
@@ -381,8 +381,8 @@ def test_worker_and_codec_server_refuse_invalid_settings_in_one_line() -> None:
 def test_the_address_pasted_commands_name_can_be_set() -> None:
     """AGENT_COMMAND_ADDRESS: compose's worker reaches `temporal:7233`, people on the host
     `localhost:7233` (issue 31, item 8); unset, the worker's own server is named."""
-    from contracts.command_server import CommandServer
-    from worker import command_server
+    from durable_agents.contracts.command_server import CommandServer
+    from durable_agents.worker import command_server
 
     assert AgentSettings.from_env({}).command_address is None
     assert command_server(AgentSettings.from_env({}), "default") is None

@@ -15,18 +15,23 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.mcp_config import parse_mcp_config
-from activities.mcp_servers import McpServers
-from contracts.agent_input import OWN_RUN_SETTINGS, AgentInput, AgentSettings, inherited_settings
-from contracts.agent_result import AgentResult
-from contracts.agents import AgentProfile, ParentLink
-from contracts.mcp import MCP_LIST_TOOLS_ACTIVITY
-from contracts.model_io import ModelRequest
-from contracts.scratchpad import Scratchpad
+from durable_agents.activities.mcp_config import parse_mcp_config
+from durable_agents.activities.mcp_servers import McpServers
+from durable_agents.contracts.agent_input import (
+    OWN_RUN_SETTINGS,
+    AgentInput,
+    AgentSettings,
+    inherited_settings,
+)
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agents import AgentProfile, ParentLink
+from durable_agents.contracts.mcp import MCP_LIST_TOOLS_ACTIVITY
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.contracts.scratchpad import Scratchpad
+from durable_agents.tools.agents import RESEARCHER
+from durable_agents.workflows.delegation import child_input
 from tests.conftest import ScriptedHarness, activity_types, started_workers
 from tests.scripted_model import Completion, ScriptedChatModel, call, tool_calls
-from tools.agents import RESEARCHER
-from workflows.delegation import child_input
 
 PARENT_SETTINGS: dict[str, Any] = {
     "model_timeout_seconds": 7.5,

@@ -7,11 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activities.demo_model import DemoChatModel
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelRequest, ToolSchema
-from loop.summaries import first_line, shorten
-from loop.tokens import estimate_messages_tokens, estimate_text_tokens, estimate_tokens
+from durable_agents.activities.demo_model import DemoChatModel
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelRequest, ToolSchema
+from durable_agents.loop.summaries import first_line, shorten
+from durable_agents.loop.tokens import (
+    estimate_messages_tokens,
+    estimate_text_tokens,
+    estimate_tokens,
+)
 
 
 def test_shorten_can_keep_lines() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cli.errors import OK, RUN_INCOMPLETE, exit_code_for
-from contracts.agent_result import AgentResult
-from contracts.stop_reason import StopReason
+from durable_agents.cli.errors import OK, RUN_INCOMPLETE, exit_code_for
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.stop_reason import StopReason
 
 
 def test_only_an_answer_or_a_stop_tool_answered() -> None:

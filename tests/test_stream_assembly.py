@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from activities.openai_model import message_to_wire, reply_from_completion
-from activities.streaming import StreamAssembler, StreamIncomplete, assemble_stream
-from contracts.messages import ChatMessage, ToolCall
-from contracts.model_io import PROGRESS_TAIL_CHARS
-from contracts.usage import TokenUsage
+from durable_agents.activities.openai_model import message_to_wire, reply_from_completion
+from durable_agents.activities.streaming import StreamAssembler, StreamIncomplete, assemble_stream
+from durable_agents.contracts.messages import ChatMessage, ToolCall
+from durable_agents.contracts.model_io import PROGRESS_TAIL_CHARS
+from durable_agents.contracts.usage import TokenUsage
 from testkit import fake_openai as fake
 
 PROMPT = [ChatMessage.system("Be brief."), ChatMessage.user("What is 6 times 7?")]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowExecutionStatus
 
-from contracts.events import TERMINAL_EVENT_TYPES
+from durable_agents.contracts.events import TERMINAL_EVENT_TYPES
 from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness

@@ -21,7 +21,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
-from contracts.events import EVENTS_TOPIC
+from durable_agents.contracts.events import EVENTS_TOPIC
 from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, collect, live_api

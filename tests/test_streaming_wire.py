@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.openai_model import OpenAIChatModel, message_to_wire
-from contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelReply, ModelRequest, ToolSchema
-from contracts.usage import TokenUsage
-from runtime.models import chat_model_for
-from runtime.settings import AgentSettings
+from durable_agents.activities.openai_model import OpenAIChatModel, message_to_wire
+from durable_agents.contracts.errors import MODEL_REQUEST_REJECTED, MODEL_UNAVAILABLE
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelReply, ModelRequest, ToolSchema
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.runtime.models import chat_model_for
+from durable_agents.runtime.settings import AgentSettings
 from testkit import fake_openai as fake
 from testkit.fake_openai import FakeOpenAIServer
 from tests.test_stream_assembly import REPLIES
@@ -127,7 +127,7 @@ async def test_a_refused_stream_falls_back_and_is_remembered(
     )
     server.enqueue("first", "second")
 
-    with caplog.at_level(logging.WARNING, logger="activities.openai_model"):
+    with caplog.at_level(logging.WARNING, logger="durable_agents.activities.openai_model"):
         first = await ask(model)
         second = await ask(model)
 

@@ -17,17 +17,17 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError
 
-from contracts.agent_result import AgentResult
-from contracts.agent_status import AgentStatus
-from contracts.agents import AgentProfile
-from contracts.approvals import HumanDecision, PendingRequest
-from contracts.errors import INVALID_INPUT
-from contracts.model_io import ModelRequest
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.agents import AgentProfile
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.tools.agents import RESEARCHER
 from testkit.eventually import eventually
 from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, local_activities
 from tests.scripted_model import Completion, call, gate, text, tool_calls
-from tools.agents import RESEARCHER
 
 WRITER = AgentProfile(
     name="writer",

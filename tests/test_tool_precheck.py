@@ -20,8 +20,13 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
-from contracts.approvals import PendingRequest
-from loop import approvals
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.loop import approvals
+from durable_agents.tools.builtin.files import ReadFileArgs, read_file, read_file_precheck
+from durable_agents.tools.builtin.workspace import path_problem, resolve_in_workspace
+from durable_agents.tools.builtin.write_file import WriteFileArgs, write_file, write_file_precheck
+from durable_agents.tools.definition import Tool, ToolError, ToolOptions, tool
+from durable_agents.workflows.tool_round import PRECHECK_PATCH
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
@@ -29,11 +34,6 @@ from tests.conftest import ScriptedHarness, activity_types
 from tests.histories.record import WORKFLOW_ID
 from tests.hitl_support import wait_for_pending
 from tests.replaying import assert_replays
-from tools.builtin.files import ReadFileArgs, read_file, read_file_precheck
-from tools.builtin.workspace import path_problem, resolve_in_workspace
-from tools.builtin.write_file import WriteFileArgs, write_file, write_file_precheck
-from tools.definition import Tool, ToolError, ToolOptions, tool
-from workflows.tool_round import PRECHECK_PATCH
 
 OLD_HISTORY = Path(__file__).parent / "precheck_histories" / "asked_before_precheck.json"
 """A run recorded before prechecks existed: write_file("../outside.txt") waited for a person,

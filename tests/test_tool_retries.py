@@ -10,12 +10,17 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.common import RetryPolicy
 
-from activities.tool_activities import failure_text, is_transient
-from contracts.errors import TOOL_ERROR
+from durable_agents.activities.tool_activities import failure_text, is_transient
+from durable_agents.contracts.errors import TOOL_ERROR
+from durable_agents.tools.definition import (
+    TRANSIENT_RETRY,
+    ToolError,
+    ToolOptions,
+    TransientToolError,
+)
 from tests import agent_test_tools
 from tests.conftest import ScriptedHarness, activity_types
 from tests.scripted_model import call, text, tool_calls
-from tools.definition import TRANSIENT_RETRY, ToolError, ToolOptions, TransientToolError
 
 
 async def attempts_in_history(handle: object, tool: str) -> list[int]:

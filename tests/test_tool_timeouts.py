@@ -20,13 +20,13 @@ from pydantic import BaseModel
 from temporalio.common import RetryPolicy
 from temporalio.testing import WorkflowEnvironment
 
-from activities.context_cache import ContextCache
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.tools.definition import ToolContext, ToolOptions, tool
+from durable_agents.workflows.callees.activity import START_TO_CLOSE_TIMEOUT, activity_retry_policy
 from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types, started_workers
 from tests.scripted_model import ScriptedChatModel, call, text, tool_calls
 from tests.test_tool_retries import attempts_in_history
-from tools.definition import ToolContext, ToolOptions, tool
-from workflows.callees.activity import START_TO_CLOSE_TIMEOUT, activity_retry_policy
 
 started: dict[str, int] = defaultdict(int)
 """Attempts each call started (by idempotency key)."""

@@ -15,9 +15,9 @@ from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.demo_model import DemoChatModel
-from contracts.agent_result import AgentResult
-from runtime.tracing import tracing_enabled, tracing_interceptors
+from durable_agents.activities.demo_model import DemoChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.runtime.tracing import tracing_enabled, tracing_interceptors
 from tests.conftest import started_workers
 
 

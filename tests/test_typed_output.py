@@ -13,9 +13,9 @@ from pydantic import BaseModel, Field
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from contracts.errors import INVALID_INPUT
-from contracts.session import TurnResult
-from loop.output import (
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.contracts.session import TurnResult
+from durable_agents.loop.output import (
     FINAL_RESULT_TOOL,
     OutputSpec,
     final_result_tool,

@@ -18,16 +18,16 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
-from contracts.agent_result import ModelCall
-from contracts.messages import ToolCall
-from contracts.model_io import ModelReply
-from contracts.scratchpad import Scratchpad
-from contracts.usage import TokenUsage
-from loop.model_reply import drop_unknown_calls, with_dropped_calls
+from durable_agents.contracts.agent_result import ModelCall
+from durable_agents.contracts.messages import ToolCall
+from durable_agents.contracts.model_io import ModelReply
+from durable_agents.contracts.scratchpad import Scratchpad
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.model_reply import drop_unknown_calls, with_dropped_calls
+from durable_agents.workflows.agent_loop import UNKNOWN_TOOLS_PATCH
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
 from tests.replaying import assert_replays
-from workflows.agent_loop import UNKNOWN_TOOLS_PATCH
 
 OLD_HISTORY = Path(__file__).parent / "unknown_tools_histories" / "observed_before.json"
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from activities.tool_activities import is_transient
+from durable_agents.activities.tool_activities import is_transient
+from durable_agents.tools.builtin.weather import WeatherArgs, describe, weather
+from durable_agents.tools.builtin.weather_service import DemoWeatherService, made_up_weather
+from durable_agents.tools.definition import ToolContext, ToolError, TransientToolError
 from tests.conftest import ScriptedHarness
 from tests.scripted_model import call, text, tool_calls
 from tests.test_tool_retries import attempts_in_history
-from tools.builtin.weather import WeatherArgs, describe, weather
-from tools.builtin.weather_service import DemoWeatherService, made_up_weather
-from tools.definition import ToolContext, ToolError, TransientToolError
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from loop.summaries import first_line
-from runtime import search_attributes
-from runtime.dev_server import DevServer, is_listening
+from durable_agents.loop.summaries import first_line
+from durable_agents.runtime import search_attributes
+from durable_agents.runtime.dev_server import DevServer, is_listening
 from testkit.browser import launch_chromium
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.dev_server import DevServer, is_listening
+from durable_agents.runtime.dev_server import DevServer, is_listening
 from testkit.crash_tools import WorkerProcess
 from testkit.eventually import eventually
 

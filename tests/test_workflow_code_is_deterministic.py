@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("workflows", "loop", "contracts")
-MODULES = ("tools/definition.py", "tools/catalog.py")
+PACKAGES = ("durable_agents/workflows", "durable_agents/loop", "durable_agents/contracts")
+MODULES = ("durable_agents/tools/definition.py", "durable_agents/tools/catalog.py")
 """The tools modules the workflows use (a tool's definition and the catalog; the tools
 themselves run in activities)."""
 
@@ -120,7 +120,11 @@ def test_the_scan_finds_what_it_looks_for() -> None:
 
 def test_there_are_modules_to_scan() -> None:
     names = {path.relative_to(ROOT).as_posix() for path in workflow_modules()}
-    assert {"workflows/agent_workflow.py", "loop/model_reply.py", "contracts/events.py"} <= names
+    assert {
+        "durable_agents/workflows/agent_workflow.py",
+        "durable_agents/loop/model_reply.py",
+        "durable_agents/contracts/events.py",
+    } <= names
 
 
 @pytest.mark.parametrize(

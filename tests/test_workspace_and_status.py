@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from contracts.agent_status import AgentStatus
+from durable_agents.contracts.agent_status import AgentStatus
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness

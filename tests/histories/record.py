@@ -25,20 +25,20 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 import tests.agent_test_tools  # noqa: F401  (registers the test tools)
-from activities.mcp_config import parse_mcp_config
-from activities.mcp_servers import McpServers
-from activities.openai_model import OpenAIChatModel
-from contracts.events import TERMINAL_EVENT_TYPES
-from loop.plan import PLANNER_PROMPT
-from runtime.event_stream import follow_events
-from runtime.search_attributes import ensure as ensure_search_attributes
+from durable_agents.activities.mcp_config import parse_mcp_config
+from durable_agents.activities.mcp_servers import McpServers
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.events import TERMINAL_EVENT_TYPES
+from durable_agents.loop.plan import PLANNER_PROMPT
+from durable_agents.runtime.event_stream import follow_events
+from durable_agents.runtime.search_attributes import ensure as ensure_search_attributes
+from durable_agents.tools.agents import RESEARCHER
+from durable_agents.tools.catalog import Catalog
 from testkit import fake_openai as fake
 from tests.catalog import TEST_CATALOG
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
 from tests.session_support import echo_model, send_with_start, wait_status
-from tools.agents import RESEARCHER
-from tools.catalog import Catalog
 
 HERE = Path(__file__).resolve().parent
 WORKFLOW_ID = "recorded"

@@ -23,7 +23,7 @@ import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_result import AgentResult
 from scripts.real_model import free_port
 from testkit.eventually import eventually
 from tests.real.conftest import RealWorker
@@ -114,7 +114,7 @@ async def agent_serve(real: RealWorker) -> AsyncIterator[Api]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "cli.main",
+        "durable_agents.cli.main",
         "--address",
         real.address,
         "--task-queue",

@@ -23,9 +23,10 @@ from typing import Any
 
 import httpx
 
-from activities.openai_model import OpenAIChatModel
-from contracts.messages import ChatMessage
-from contracts.model_io import ModelRequest
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.messages import ChatMessage
+from durable_agents.contracts.model_io import ModelRequest
+from durable_agents.tools.catalog import REGISTRY
 from scripts.real_model import (
     ALIAS,
     API_KEY,
@@ -35,7 +36,6 @@ from scripts.real_model import (
     ensure_all,
     server_version,
 )
-from tools.catalog import REGISTRY
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
 SYSTEM = "You are a helpful assistant."

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_result import AgentResult
 from tests.real.conftest import RealWorker
 from tests.real.journeys import (
     activities_of,

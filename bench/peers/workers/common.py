@@ -27,8 +27,8 @@ from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
+from durable_agents.tools.builtin.calculator import evaluate, format_result
 from testkit.fixed_text import fixed_text
-from tools.builtin.calculator import evaluate, format_result
 
 MODEL_NAME = "fake-model"
 API_KEY = "sk-bench"

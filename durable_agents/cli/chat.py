@@ -1,0 +1,153 @@
+"""`agent chat SESSION`: an interactive conversation with a `SessionWorkflow`.
+
+Each line typed is sent with update-with-start (the session starts on the first message if it
+does not exist); while the turn runs, it is followed with the same live view as `agent run`
+(an inline turn through the session's `turn_status` query, a child turn as its own run), so
+tool calls show up and approvals and questions are asked inline. `/end` ends the session;
+`/quit` (or end of input, or Ctrl-C) leaves it running for later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError
+
+from durable_agents.cli.connection import RunHandle, connect, explain_rpc
+from durable_agents.cli.errors import OK, CliError
+from durable_agents.cli.lines import LineReader
+from durable_agents.cli.outcome import RunOutcome
+from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher, user_reason
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
+from durable_agents.loop.summaries import first_line
+
+SESSION_TYPE = "SessionWorkflow"
+END_COMMANDS = ("/end",)
+QUIT_COMMANDS = ("/quit", "/exit")
+
+
+async def send(
+    client: Client,
+    session_id: str,
+    task_queue: str,
+    text: str,
+    by: str | None,
+    memo: Mapping[str, Any] | None = None,
+) -> WorkflowUpdateHandle[TurnResult]:
+    """Send one message, starting the session if needed (with `memo`, when it starts: what
+    started it); returns once it is accepted."""
+    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+        SESSION_TYPE,
+        {},
+        id=session_id,
+        task_queue=task_queue,
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        memo=memo,
+        static_summary=first_line(text),  # kept only when this starts it
+    )
+    try:
+        return await client.start_update_with_start_workflow(
+            "send",
+            {"text": text, "by": by},
+            start_workflow_operation=start,
+            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            result_type=TurnResult,
+        )
+    except WorkflowUpdateFailedError as error:
+        raise CliError(f"message refused: {user_reason(error)}") from None
+    except RPCError as error:
+        raise explain_rpc(error, session_id, "cannot send the message") from None
+
+
+async def running_turn(
+    client: Client, session_id: str, answered: asyncio.Future[TurnResult]
+) -> RunningTurn | None:
+    """The turn that answers our message once it runs (None if the answer came first)."""
+    session = client.get_workflow_handle(session_id)
+    while not answered.done():
+        status = await session.query("status", result_type=SessionStatus)
+        if status.running is not None and status.queued == 0:
+            return status.running
+        await asyncio.wait({answered}, timeout=0.2)
+    return None
+
+
+async def turn_outcome(session_id: str, answered: asyncio.Future[TurnResult]) -> RunOutcome:
+    """An inline turn has ended when its `send` update answers (the answer is printed then)."""
+    await asyncio.wait({answered})
+    return RunOutcome(session_id, "completed")
+
+
+def turn_watcher(
+    handle: RunHandle,
+    turn: RunningTurn,
+    answered: asyncio.Future[TurnResult],
+    view: ProgressView,
+    answerer: Answerer | None,
+) -> Watcher:
+    """Follow the turn: a child turn as a run of its own, an inline turn through its session
+    (`turn_status`) until the update answers. Approvals go to `workflow_id` either way."""
+    if not turn.inline:
+        return Watcher(handle, view, answerer, from_start=True)
+    ending = turn_outcome(turn.workflow_id, answered)
+    return Watcher(handle, view, answerer, status_query="turn_status", ending=ending)
+
+
+async def chat(args: argparse.Namespace, ctx: Any) -> int:
+    """The conversation loop (see the module docstring)."""
+    client = await connect(ctx.target)
+    console: Console = ctx.console()
+    reader = LineReader()
+    session_id: str = args.session_id
+    console.line(f"session {session_id} · type a message; /end ends the session, /quit leaves")
+    while True:
+        console.prompt("you> ")
+        line = await reader.readline()
+        console.close_prompt(answered=line is not None)
+        if line is None or line.strip() in QUIT_COMMANDS:
+            console.line(f"left session {session_id}; it keeps its memory. Come back: "
+                         f"{ctx.prefix} chat {session_id}")  # fmt: skip
+            return OK
+        text = line.strip()
+        if not text:
+            continue
+        if text in END_COMMANDS:
+            await client.get_workflow_handle(session_id).signal("end", {"by": args.by})
+            console.line(f"session {session_id} ended")
+            return OK
+        update = await send(client, session_id, ctx.target.task_queue, text, args.by)
+        answered = asyncio.ensure_future(update.result())
+        turn = await running_turn(client, session_id, answered)
+        view = None
+        if turn is not None:
+            handle: RunHandle = client.get_workflow_handle(
+                turn.workflow_id, result_type=AgentResult
+            )
+            view = ProgressView(console, turn.workflow_id, ctx.prefix, session_turn=turn.turn)
+            answerer = (
+                None
+                if args.no_input
+                else Answerer(handle, console, reader, by=args.by, prefix=ctx.prefix)
+            )
+            if await turn_watcher(handle, turn, answered, view, answerer).follow() is None:
+                console.line(f"detached; the session goes on: {ctx.prefix} chat {session_id}")
+                return OK
+        result = await answered
+        if view is not None:
+            view.steps(result.steps)  # those the turn took between two looks
+        if result.error:
+            console.line(f"agent> (the turn failed: {result.error})")
+        else:
+            console.line(f"agent> {result.answer}")

@@ -1,0 +1,111 @@
+"""The `agent` CLI as the client of a run's client-side tools (`client_tools`): a pending call
+is printed with its arguments, and the person (or a script piping stdin) types the tool's
+result as one line of JSON, or `!` and an error message; it goes back through the
+`tool_result` update, whose refusal (a result breaking the tool's result_schema, say) is
+printed and asked again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError
+
+from durable_agents.cli.connection import RunHandle, explain_rpc
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
+from durable_agents.loop.review_display import escape_text
+from durable_agents.loop.summaries import shorten
+
+SEND_TIMEOUT_SECONDS = 15.0
+ERROR_PREFIX = "!"
+"""A line starting with it is the tool's error message, not its result."""
+
+
+class Asker(Protocol):
+    """What `answer` needs of the live view's answerer (`cli.progress.Answerer`)."""
+
+    handle: RunHandle
+    by: str | None
+    sending: bool
+    """True while an answer is on its way (the request vanishing is then our own doing)."""
+
+    async def _read(self, prompt: str) -> str | None: ...
+
+    def _give_up(self, request: PendingRequest, why: str) -> None: ...
+
+
+def pending_lines(request: PendingRequest) -> list[str]:
+    """`  ⇄ get_location {"accuracy": "city"} waits for the client (call c1)`."""
+    args = escape_text(shorten(json.dumps(request.args, ensure_ascii=False), 300))
+    expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
+    return [
+        f"  ⇄ client tool {escape_text(request.tool)} {args} waits for its result "
+        f"(call {escape_text(request.call_id)}{expires})"
+    ]
+
+
+def read_answer(line: str, call_id: str) -> dict[str, Any] | str:
+    """The `tool_result` payload a typed line means, or why it means none."""
+    text = line.strip()
+    if text.startswith(ERROR_PREFIX):
+        error = text[len(ERROR_PREFIX) :].strip()
+        if not error:
+            return "after ! give the error message"
+        return {"call_id": call_id, "error": error}
+    try:
+        result = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f'not JSON: {error} (a string result is quoted: "..."; an error: ! message)'
+    return {"call_id": call_id, "result": result}
+
+
+async def send_result(handle: RunHandle, payload: dict[str, Any]) -> HumanDecision:
+    """Run the `tool_result` update: the recorded answer, or an exception saying why not."""
+    return await asyncio.wait_for(
+        handle.execute_update(CLIENT_TOOL_RESULT_UPDATE, payload, result_type=HumanDecision),
+        timeout=SEND_TIMEOUT_SECONDS,
+    )
+
+
+async def answer(
+    asker: Asker,
+    request: PendingRequest,
+    say: Callable[[str], None],
+    reason: Callable[[BaseException], str],
+    send: Callable[[RunHandle, dict[str, Any]], Awaitable[HumanDecision]] = send_result,
+) -> None:
+    """Ask for the result of a client tool call until it is sent, skipped or stdin ends."""
+    while True:
+        line = await asker._read(f"result of {request.tool} (JSON; ! error; empty: skip): ")
+        if line is None:
+            return asker._give_up(request, "stdin is closed")
+        if not line.strip():
+            return asker._give_up(request, "skipped")
+        payload = read_answer(line, request.call_id)
+        if isinstance(payload, str):
+            say(f"  {payload}")
+            continue
+        if asker.by:
+            payload["by"] = asker.by
+        asker.sending = True
+        try:
+            await send(asker.handle, payload)
+        except WorkflowUpdateFailedError as error:
+            say(f"  refused: {reason(error)}")
+            continue
+        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+            say(f"  no worker took the result within {SEND_TIMEOUT_SECONDS:g} s")
+            return
+        except RPCError as error:
+            say(f"  {explain_rpc(error, asker.handle.id, 'not sent')}")
+            return
+        finally:
+            asker.sending = False
+        sent = "error" if "error" in payload else "result"
+        say(f"  → sent the {sent} of {request.tool} ({shlex.quote(request.call_id)})")
+        return

@@ -1,0 +1,368 @@
+"""The `agent` subcommands. Each takes the parsed arguments and a `Context` and returns the
+exit code; anything the user should read as an error is raised as `CliError`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+from temporalio.client import (
+    RPCTimeoutOrCancelledError,
+    WorkflowExecutionStatus,
+    WorkflowQueryFailedError,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from durable_agents.cli import render
+from durable_agents.cli.connection import (
+    QUERY_TIMEOUT,
+    RunHandle,
+    Target,
+    connect,
+    describe,
+    explain_rpc,
+    is_running,
+    status_name,
+)
+from durable_agents.cli.errors import DETACHED, OK, CliError
+from durable_agents.cli.lines import LineReader
+from durable_agents.cli.outcome import RunOutcome, await_outcome
+from durable_agents.cli.progress import (
+    Answerer,
+    Console,
+    ProgressView,
+    Watcher,
+)
+from durable_agents.contracts.agent_input import AgentInput
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.payload_limits import limits_context_of
+from durable_agents.loop.output import schema_problem
+from durable_agents.loop.summaries import first_line
+from durable_agents.loop.validation_errors import describe_validation_error
+
+WORKFLOW_TYPE = "AgentWorkflow"
+SUMMARY_CHARS = 100
+DETAILS_PROMPT_CHARS = 2000
+CLOSED_QUERY_TIMEOUT_SECONDS = 3.0
+
+
+@dataclass
+class Context:
+    """What every command needs: the server, JSON or text, and the output streams. With
+    `--json`, stdout carries only JSON and progress goes to stderr."""
+
+    target: Target
+    json: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+
+    @property
+    def prefix(self) -> str:
+        return self.target.command_prefix()
+
+    def console(self) -> Console:
+        return Console(self.err if self.json else self.out)
+
+    def emit(self, data: Any) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        self.out.flush()
+
+    def say(self, *lines: str) -> None:
+        for line in lines:
+            self.out.write(line + "\n")
+        self.out.flush()
+
+
+# -- input -------------------------------------------------------------------------------------
+
+
+def parse_json_object(text: str, option: str) -> dict[str, Any]:
+    """A JSON object given on the command line (`@file.json` reads a file)."""
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as error:
+            raise CliError(f"{option}: cannot read {text[1:]}: {error.strerror}") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{option} is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{option} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[str, Any]:
+    """The workflow input: `--input-json` fields, overridden by the explicit options, checked
+    against `AgentInput` here so a typo fails before anything starts (with the raised size
+    limits when the worker stores large payloads: `payload_store`). Only the given fields
+    are sent, so the worker's defaults (its model, every tool) still apply."""
+    payload = parse_json_object(args.input_json, "--input-json") if args.input_json else {}
+    payload["prompt"] = args.prompt
+    if args.tool:
+        payload["tools"] = list(args.tool)
+    if args.model:
+        payload["model"] = args.model
+    if args.max_iterations is not None:
+        payload["max_iterations"] = args.max_iterations
+    if args.output_schema:
+        schema = parse_json_object(f"@{args.output_schema}", "--output-schema")
+        problem = schema_problem(schema)
+        if problem:
+            raise CliError(f"--output-schema: not a valid JSON Schema: {problem}")
+        payload["output_schema"] = schema
+    try:
+        AgentInput.model_validate(payload, context=limits_context_of(payload_store))
+    except ValidationError as error:
+        raise CliError(f"invalid input: {describe_validation_error(error)}") from None
+    return payload
+
+
+def _cell(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return render.shorten(text, 200).replace("|", "\\|")
+
+
+def run_details(payload: dict[str, Any], by: str | None, via: str = "`agent run`") -> str:
+    """The run's static details for the Web UI: the prompt and the settings, in Markdown;
+    `via` says what started it."""
+    prompt = render.shorten(payload["prompt"], DETAILS_PROMPT_CHARS, one_line=False)
+    rows = [
+        ("model", payload.get("model") or "worker default"),
+        ("tools", ", ".join(payload["tools"]) if "tools" in payload else "all registered"),
+        ("max iterations", payload.get("max_iterations", 10)),
+    ]
+    shown = {"prompt", "model", "tools", "max_iterations", "output_schema"}
+    if "output_schema" in payload:
+        rows.append(("output schema", "given (the answer is validated JSON)"))
+    rows += [(k.replace("_", " "), v) for k, v in payload.items() if k not in shown]
+    table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
+    who = f" by {by}" if by else ""
+    return (
+        f"**Prompt**\n\n{prompt}\n\n| setting | value |\n| --- | --- |\n{table}\n\n"
+        f"Started{who} with {via}."
+    )
+
+
+# -- following runs ----------------------------------------------------------------------------
+
+
+async def follow(
+    handle: RunHandle, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
+) -> int:
+    """The live view until the run ends; exit code from how it ended (130 on Ctrl-C).
+    `from_start`: the run was just started here, its stream is read from its first event
+    (else from where it is now)."""
+    console = ctx.console()
+    view = ProgressView(console, handle.id, ctx.prefix)
+    answerer = (
+        None
+        if args.no_input
+        else Answerer(handle, console, LineReader(), by=args.by, prefix=ctx.prefix)
+    )
+    outcome = await Watcher(handle, view, answerer, from_start=from_start).follow()
+    if outcome is None:
+        console.close_prompt()
+        console.line(
+            f"detached from {handle.id}; the run goes on. Re-attach: "
+            f"{ctx.prefix} watch {shlex.quote(handle.id)}"
+        )
+        return DETACHED
+    view.outcome(outcome, show_answer=not ctx.json)
+    if ctx.json:
+        ctx.emit(outcome.to_json())
+    return outcome.exit_code
+
+
+async def run(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent run PROMPT`: start a run, then follow it (unless --no-wait)."""
+    payload = build_input(args, ctx.target.payload_store)
+    client = await connect(ctx.target)
+    workflow_id = args.id or f"agent-{uuid.uuid4().hex[:10]}"
+    try:
+        handle = await client.start_workflow(
+            WORKFLOW_TYPE,
+            payload,
+            id=workflow_id,
+            task_queue=ctx.target.task_queue,
+            static_summary=first_line(args.prompt, SUMMARY_CHARS),
+            static_details=run_details(payload, args.by),
+            result_type=AgentResult,
+        )
+    except WorkflowAlreadyStartedError:
+        raise CliError(
+            f"a run with workflow id {workflow_id!r} is already running; follow it with "
+            f"`{ctx.prefix} watch {shlex.quote(workflow_id)}`"
+        ) from None
+    except RPCError as error:
+        raise explain_rpc(error, None, "cannot start the run") from None
+    wid = shlex.quote(workflow_id)
+    if args.no_wait:
+        if ctx.json:
+            ctx.emit({"workflow_id": workflow_id, "run_id": handle.result_run_id})
+        else:
+            ctx.say(
+                f"started {workflow_id} on task queue {ctx.target.task_queue}",
+                f"  follow it:  {ctx.prefix} watch {wid}",
+                f"  its result: {ctx.prefix} result {wid}",
+            )
+        return OK
+    tools = ", ".join(payload["tools"]) if "tools" in payload else "all tools"
+    ctx.console().line(
+        f"started {workflow_id} on task queue {ctx.target.task_queue} · "
+        f"model {payload.get('model') or 'worker default'} · {tools}"
+    )
+    return await follow(handle, ctx, args, from_start=True)
+
+
+async def watch(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent watch ID`: the live view of a running run, or the story of a finished one."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    summary = await description.static_summary()
+    about = f" · {summary}" if summary else ""
+    console = ctx.console()
+    console.line(f"watching {args.workflow_id} ({status_name(description)}){about}")
+    if not is_running(description) and description.status != WorkflowExecutionStatus.COMPLETED:
+        # A failed or cancelled run has no result to read its steps from; its last status has.
+        status = await query_status(handle, CLOSED_QUERY_TIMEOUT_SECONDS)
+        if status is not None:
+            ProgressView(console, handle.id, ctx.prefix).steps(status.recent_steps)
+    return await follow(handle, ctx, args)
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+async def query_status(handle: RunHandle, timeout: float) -> AgentStatus | None:
+    """The `status` query's answer, or None when no worker answers in time."""
+    try:
+        return await asyncio.wait_for(
+            handle.query("status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT),
+            timeout=timeout,
+        )
+    except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError, TimeoutError):
+        return None
+
+
+def status_from_result(result: AgentResult) -> AgentStatus:
+    """A completed run's status rebuilt from its result (when no worker answers queries)."""
+    return AgentStatus(
+        phase="done",
+        iteration=result.iterations,
+        model=result.model,
+        usage=result.usage,
+        steps=len(result.steps),
+        recent_steps=result.steps[-5:],
+        stop_reason=result.stop_reason,
+    )
+
+
+async def status(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent status ID`: phase, turn, tokens, pending requests and recent steps."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    running = is_running(description)
+    state = await query_status(
+        handle, QUERY_TIMEOUT.total_seconds() if running else CLOSED_QUERY_TIMEOUT_SECONDS
+    )
+    outcome: RunOutcome | None = None
+    if not running:
+        outcome = await await_outcome(handle)
+        if state is None and outcome.result is not None:
+            state = status_from_result(outcome.result)
+    if state is None and running:
+        raise CliError(
+            f"run {args.workflow_id!r} is running but no worker answered the status query "
+            f"within {QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
+            f"{description.task_queue!r}?"
+        )
+    execution = status_name(description)
+    failure = outcome if outcome is not None and outcome.result is None else None
+    if ctx.json:
+        data: dict[str, Any] = {"workflow_id": args.workflow_id, "execution_status": execution}
+        if state is not None:
+            data.update(state.model_dump(mode="json"))
+        if failure is not None:
+            data["error"] = {"type": failure.error_type, "message": failure.message}
+        ctx.emit(data)
+        return OK
+    if state is not None:
+        ctx.say(*render.status_lines(args.workflow_id, execution, state, ctx.prefix))
+    else:
+        ctx.say(f"{args.workflow_id} · {execution}")
+    if failure is not None:
+        ctx.say(f"{failure.ending} · {failure.error_type}: {failure.message}")
+    return OK
+
+
+async def pending_requests(handle: RunHandle, task_queue: str) -> list[PendingRequest]:
+    """The `pending_approvals` query, or a clear error when no worker answers it."""
+    try:
+        requests: list[PendingRequest] = await handle.query(
+            "pending_approvals", result_type=list[PendingRequest], rpc_timeout=QUERY_TIMEOUT
+        )
+    except (WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
+        raise CliError(
+            f"no worker answered the pending_approvals query ({error}); is a worker polling "
+            f"task queue {task_queue!r}?"
+        ) from None
+    except RPCError as error:
+        if error.status.name == "DEADLINE_EXCEEDED":
+            raise CliError(
+                f"no worker answered the pending_approvals query within "
+                f"{QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
+                f"{task_queue!r}?"
+            ) from None
+        raise explain_rpc(error, handle.id, "cannot list pending requests") from None
+    return requests
+
+
+async def pending(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent pending ID`: the calls waiting for a person, each with the commands to answer."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    if not is_running(description):
+        if ctx.json:
+            ctx.emit([])
+        else:
+            ctx.say(
+                f"{args.workflow_id} has ended ({status_name(description)}); nothing is pending"
+            )
+        return OK
+    requests = await pending_requests(handle, description.task_queue)
+    if ctx.json:
+        ctx.emit([request.model_dump(mode="json") for request in requests])
+    elif not requests:
+        ctx.say(f"nothing is pending in {args.workflow_id}")
+    else:
+        ctx.say(*render.pending_lines(requests, args.workflow_id, ctx.prefix, full=args.full))
+    return OK
+
+
+async def result(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent result ID`: wait for the run to end; its answer, exit code from how it ended."""
+    client = await connect(ctx.target)
+    handle, description = await describe(client, args.workflow_id)
+    if is_running(description) and not ctx.json:
+        ctx.err.write(f"waiting for {args.workflow_id} to finish (Ctrl-C stops waiting)\n")
+        ctx.err.flush()
+    outcome = await await_outcome(handle)
+    if ctx.json:
+        ctx.emit(outcome.to_json())
+    elif outcome.result is not None:
+        ctx.say(f"done · {render.result_summary(outcome.result)}", "", outcome.result.answer)
+    else:
+        ctx.say(f"{outcome.ending} · {outcome.error_type}: {outcome.message}")
+    return outcome.exit_code

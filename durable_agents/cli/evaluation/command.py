@@ -1,0 +1,194 @@
+"""`agent eval SUITE.yaml [--model M ...] [--concurrency N] [--out DIR]`.
+
+Runs every scenario of the suite with every model (`--model`, repeatable; else the suite's
+`models`; else the worker's default model), `repeat` times, at most `--concurrency` runs at
+once, as real `AgentWorkflow` runs on the configured server and task queue (the same
+connection options as every `agent` command). A progress bar on a terminal (one line per
+finished run elsewhere) goes to stderr; the table goes to stdout (`--json`: the results instead).
+Writes `results.json` and `chart.png` to `--out` (default `eval-results/<eval id>/`).
+
+Exit code: 0 when every run met its expectations, 1 when some did not, 4 when the suite or
+the command is wrong (the error names the scenario and the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from durable_agents.cli.commands import Context
+from durable_agents.cli.connection import connect
+from durable_agents.cli.errors import OK, RUN_FAILED, CliError
+from durable_agents.cli.evaluation import report
+from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
+from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
+from durable_agents.cli.evaluation.suite import SuiteError, load_suite
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+DEFAULT_CONCURRENCY = 4
+RESULTS_ROOT = Path("eval-results")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `agent eval`."""
+    parser.add_argument("suite", metavar="SUITE.yaml", help="the suite file (evals/*.yaml)")
+    parser.add_argument(
+        "--model",
+        action="append",
+        metavar="M",
+        help="a model to evaluate (repeat to compare several; default: the suite's models, "
+        "else the worker's default model)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"runs at once (default {DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where results.json and chart.png go (default eval-results/<eval id>)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, metavar="N", help="runs per scenario and model (default: suite's)"
+    )
+    parser.add_argument(
+        "--scenario", action="append", metavar="NAME", help="only this scenario (repeatable)"
+    )
+    parser.add_argument(
+        "--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)"
+    )
+
+
+class _Progress:
+    """A rich progress bar on a terminal; one plain line per finished run otherwise (a pipe,
+    a file, CI), so logs get no control characters."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.bar: Progress | None = None
+        self.stream = stream
+        self.task: TaskID | None = None
+        if stream.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("running"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[failed]} not met"),
+                TimeElapsedColumn(),
+                console=Console(file=stream, highlight=False),
+                transient=True,
+            )
+            self.task = self.bar.add_task("runs", total=total, failed=0)
+        self.failed = 0
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def done(self, record: RunRecord) -> None:
+        self.failed += not record.passed
+        line = report.run_line(record)
+        if self.bar is not None and self.task is not None:
+            self.bar.console.print(line, markup=False)
+            self.bar.update(self.task, advance=1, failed=self.failed)
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
+    """`agent eval`: run the suite, print the table, write results.json and the chart."""
+    try:
+        suite = load_suite(args.suite)
+        scenarios = suite.select(args.scenario, args.tag)
+    except SuiteError as error:
+        raise CliError(str(error)) from None
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1")
+    if args.repeat is not None and args.repeat < 1:
+        raise CliError("--repeat must be at least 1")
+    models: list[str | None] = list(args.model or suite.models) or [None]
+    eval_id = new_eval_id()
+    out = Path(args.out) if args.out else RESULTS_ROOT / eval_id
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CliError(f"--out: cannot create {out}: {error.strerror or error}") from None
+    client = await connect(ctx.target)
+    jobs = plan_jobs(suite, scenarios, models, eval_id, args.repeat)
+    task_queue = ctx.target.task_queue
+    names = ", ".join(m or "worker default" for m in models)
+    intro = (
+        f"eval {eval_id} · suite {suite.name!r} · {_count(len(scenarios), 'scenario')} × "
+        f"{_count(len(models), 'model')} ({names}) = {_count(len(jobs), 'run')} · "
+        f"task queue {task_queue} at {ctx.target.address}"
+    )
+    (ctx.err if ctx.json else ctx.out).write(intro + "\n")
+    (ctx.err if ctx.json else ctx.out).flush()
+    started_at = _now()
+
+    async def one(job: Job) -> RunRecord:
+        return await run_job(client, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
+
+    with _Progress(ctx.err, len(jobs)) as progress:
+        records = await run_all(jobs, one, args.concurrency, progress.done)
+    records = relabel_default(records)
+    summary = summarize(records)
+    data = report.results_json(
+        eval_id=eval_id,
+        suite={
+            "name": suite.name,
+            "file": str(args.suite),
+            "scenarios": [s.name for s in scenarios],
+        },
+        target={
+            "address": ctx.target.address,
+            "namespace": ctx.target.namespace,
+            "task_queue": task_queue,
+        },
+        started_at=started_at,
+        finished_at=_now(),
+        summary=summary,
+        records=records,
+    )
+    results_path, chart_path = out / report.RESULTS_FILE, out / report.CHART_FILE
+    report.write_results(results_path, data)
+    report.write_chart(chart_path, summary, f"agent eval · {suite.name} · {eval_id}")
+    if ctx.json:
+        ctx.emit(data)
+    else:
+        lines = ["", *report.table_lines(summary), "", *report.headline_lines(summary)]
+        problems = report.problem_lines(records)
+        if problems:
+            lines += ["", *problems]
+        lines += ["", f"results: {results_path}", f"chart:   {chart_path}"]
+        ctx.say(*lines)
+    return OK if all(r.passed for r in records) else RUN_FAILED

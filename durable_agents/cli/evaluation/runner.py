@@ -1,0 +1,454 @@
+"""One evaluation run on the Temporal server: start it, play its scripted people, read it back.
+
+Each run is a real `AgentWorkflow` on the configured server and task queue, with the workflow
+id `<eval id>/<scenario>/<model>/<n>` (the eval id is `eval-<UTC time>-<random>`, new for each
+`agent eval`, so runs of different evaluations never mix) and the memo keys `eval_id`,
+`eval_scenario`, `eval_model`. Find an evaluation's runs with
+`temporal workflow list --query 'WorkflowId STARTS_WITH "eval-..."'`.
+
+While the run goes on, `ScriptedPeople` polls the `pending_approvals` query and answers each
+new request with the first matching person of the scenario (the `decide` update for approvals,
+the `reply` signal for questions), and polls the `status` query to cancel after N steps. A
+request no person answers cancels the run at once (it would wait forever), and so does a run
+past its timeout: both are reported, never waited on.
+
+When it has ended, the record is read from the result (or, for a cancelled or failed run, from
+the `status` query, which a worker still answers) and from the history: every run of the
+continue-as-new chain, for failed, timed out and retried activities and the latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import (
+    Client,
+    RPCTimeoutOrCancelledError,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
+)
+from temporalio.service import RPCError
+
+from durable_agents.cli import render
+from durable_agents.cli.commands import WORKFLOW_TYPE, query_status
+from durable_agents.cli.connection import QUERY_TIMEOUT, RunHandle
+from durable_agents.cli.evaluation.scoring import Failures, RunRecord, check, cost_of
+from durable_agents.cli.evaluation.suite import (
+    ApprovePerson,
+    RejectPerson,
+    ReplyPerson,
+    Responder,
+    Scenario,
+    Suite,
+)
+from durable_agents.cli.outcome import RunOutcome, await_outcome
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.request_kind import RequestKind
+
+PEOPLE_NAME = "agent-eval"
+"""Who the scripted people's decisions are recorded as (`by`)."""
+POLL_SECONDS = 0.2
+END_GRACE_SECONDS = 15.0
+"""How long a run cancelled by the harness may take to end before it is terminated."""
+
+
+def new_eval_id(now: datetime | None = None) -> str:
+    """`eval-20261130T114109Z-3f9a1c`: sortable by time, unique by its random tail."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    return f"eval-{stamp}-{secrets.token_hex(3)}"
+
+
+def model_slug(model: str | None) -> str:
+    """A model name as a workflow id segment (`openai/gpt-4o` -> `openai:gpt-4o`)."""
+    if model is None:
+        return "default"
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", model.replace("/", ":"))
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run to make: a scenario with a model, the n-th time."""
+
+    scenario: Scenario
+    model: str | None
+    repeat: int
+    workflow_id: str
+    payload: dict[str, Any]
+    timeout_seconds: float
+
+
+def plan_jobs(
+    suite: Suite,
+    scenarios: Sequence[Scenario],
+    models: Sequence[str | None],
+    eval_id: str,
+    repeat: int | None = None,
+) -> list[Job]:
+    """Every run of the evaluation: each model, each scenario, each repeat (interleaved so the
+    progress bar moves through all models at once)."""
+    jobs = []
+    for scenario in scenarios:
+        times = repeat or scenario.repeat or suite.repeat
+        for n in range(1, times + 1):
+            for model in models:
+                jobs.append(
+                    Job(
+                        scenario=scenario,
+                        model=model,
+                        repeat=n,
+                        workflow_id=f"{eval_id}/{scenario.name}/{model_slug(model)}/{n}",
+                        payload=suite.payload(scenario, model),
+                        timeout_seconds=scenario.timeout_seconds or suite.timeout_seconds,
+                    )
+                )
+    return jobs
+
+
+# -- the scripted people -----------------------------------------------------------------------
+
+
+def _matches(person: Responder, request: PendingRequest) -> bool:
+    kind = RequestKind.QUESTION if isinstance(person, ReplyPerson) else RequestKind.APPROVAL
+    return request.kind.decided_by is kind and person.tool in (None, request.tool)
+
+
+@dataclass
+class ScriptedPeople:
+    """The scenario's people, answering one run until it ends (cancel the task to stop)."""
+
+    handle: RunHandle
+    scenario: Scenario
+    poll_seconds: float = POLL_SECONDS
+    actions: list[str] = field(default_factory=list)
+    error: str | None = None
+    _answered: set[str] = field(default_factory=set)
+    _uses: dict[int, int] = field(default_factory=dict)
+    _cancelled: bool = False
+
+    async def run(self) -> None:
+        cancel = self.scenario.cancel
+        while True:
+            if cancel is not None and not self._cancelled:
+                status = await self._status()
+                if status is not None and status.steps >= cancel.after_steps:
+                    steps = f"{status.steps} tool step{'s' if status.steps != 1 else ''}"
+                    await self._cancel(f"cancelled after {steps}")
+            if not self._cancelled:
+                for request in await self._pending():
+                    if request.call_id not in self._answered:
+                        await self._answer(request, waiting_to_cancel=cancel is not None)
+            await asyncio.sleep(self.poll_seconds)
+
+    def _person_for(self, request: PendingRequest) -> Responder | None:
+        for index, person in enumerate(self.scenario.responders):
+            used = self._uses.get(index, 0)
+            if _matches(person, request) and (person.times is None or used < person.times):
+                self._uses[index] = used + 1
+                return person
+        return None
+
+    async def _answer(self, request: PendingRequest, *, waiting_to_cancel: bool) -> None:
+        person = self._person_for(request)
+        what = f"{request.tool} ({request.call_id})"
+        if person is None:
+            if waiting_to_cancel:
+                return  # the person who cancels is still waiting for their moment
+            self._answered.add(request.call_id)
+            waits = "a reply" if request.kind is RequestKind.QUESTION else "approval"
+            self.error = (
+                f"{request.tool} waited for {waits} and no scripted person answers it "
+                "(agent eval cancelled the run)"
+            )
+            await self._cancel(None)
+            return
+        self._answered.add(request.call_id)
+        try:
+            if isinstance(person, ReplyPerson):
+                payload = {"call_id": request.call_id, "text": person.text, "by": PEOPLE_NAME}
+                await self.handle.signal("reply", payload)
+                self.actions.append(f"replied to {what}: {person.text}")
+                return
+            decision: dict[str, Any] = {"call_id": request.call_id, "by": PEOPLE_NAME}
+            if isinstance(person, RejectPerson):
+                decision |= {"decision": "reject", "reason": person.reason}
+            else:
+                assert isinstance(person, ApprovePerson)
+                decision |= {"decision": "approve"}
+                if person.args is not None:
+                    decision["args"] = person.args
+                if person.comment is not None:
+                    decision["comment"] = person.comment
+            await self.handle.execute_update("decide", decision, rpc_timeout=QUERY_TIMEOUT)
+            done = "rejected" if decision["decision"] == "reject" else "approved"
+            because = f": {person.reason}" if isinstance(person, RejectPerson) else ""
+            self.actions.append(f"{done} {what}{because}")
+        except (
+            WorkflowUpdateFailedError,
+            WorkflowUpdateRPCTimeoutOrCancelledError,
+            RPCError,
+        ) as error:
+            self.actions.append(f"could not answer {what}: {error}")
+
+    async def _cancel(self, action: str | None) -> None:
+        self._cancelled = True
+        with contextlib.suppress(RPCError):
+            await self.handle.cancel()
+            if action:
+                self.actions.append(action)
+
+    async def _status(self) -> AgentStatus | None:
+        return await query_status(self.handle, QUERY_TIMEOUT.total_seconds())
+
+    async def _pending(self) -> list[PendingRequest]:
+        try:
+            found: list[PendingRequest] = await self.handle.query(
+                "pending_approvals", result_type=list[PendingRequest], rpc_timeout=QUERY_TIMEOUT
+            )
+        except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError):
+            return []
+        return found
+
+
+# -- reading a run back ------------------------------------------------------------------------
+
+
+async def history_events(client: Client, workflow_id: str, first_run_id: str) -> list[HistoryEvent]:
+    """The events of every run of a continue-as-new chain, first run first."""
+    events: list[HistoryEvent] = []
+    run_id: str | None = first_run_id
+    while run_id:
+        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
+        events += history.events
+        last = history.events[-1] if history.events else None
+        continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+        run_id = (
+            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            if last is not None and last.event_type == continued
+            else None
+        )
+    return events
+
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
+"""The marker a local activity leaves in history (a tool with `ToolOptions.local`): its
+`failure` is set when it failed or timed out, and its `data` detail (JSON written by the SDK
+core) holds the attempt it ended on."""
+
+
+def history_failures(events: Sequence[HistoryEvent]) -> tuple[int, int]:
+    """(failed or timed out activities, retried activity attempts) in a history, local
+    activities included."""
+    failed = retried = 0
+    for event in events:
+        if event.event_type in (
+            EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
+            EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
+        ):
+            failed += 1
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            retried += max(0, event.activity_task_started_event_attributes.attempt - 1)
+        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            marker = event.marker_recorded_event_attributes
+            if marker.marker_name != LOCAL_ACTIVITY_MARKER:
+                continue
+            failed += marker.HasField("failure")
+            data = marker.details["data"].payloads if "data" in marker.details else []
+            attempt = json.loads(data[0].data).get("attempt", 1) if data else 1
+            retried += max(0, int(attempt) - 1)
+    return failed, retried
+
+
+def history_latency(events: Sequence[HistoryEvent]) -> float | None:
+    """Seconds from the first event to the last, on the server's clock."""
+    if not events:
+        return None
+    first, last = events[0].event_time.ToDatetime(), events[-1].event_time.ToDatetime()
+    return (last - first).total_seconds()
+
+
+def _from_result(result: AgentResult, suite: Suite) -> dict[str, Any]:
+    model_failures = sum(len(call.failed_models) for call in result.model_calls)
+    cost = result.cost_usd
+    if cost is None:
+        cost = cost_of(result.model_calls, result.usage, result.model, suite.prices)
+    return {
+        "stop_reason": result.stop_reason,
+        "answer": result.answer,
+        "output": result.output,
+        "answered_by": result.model,
+        "steps": len(result.steps) + result.steps_omitted,
+        # (a plan's goal steps are child runs: their model calls count too)
+        "turns": result.iterations
+        + sum(o.model_calls for o in (result.plan.outcomes if result.plan else [])),
+        "tools": [step.tool for step in result.steps],
+        "usage": result.usage,
+        "cost_usd": cost,
+        "tool_errors": sum(step.status == "error" for step in result.steps),
+        "failed_models": model_failures,
+    }
+
+
+def _from_status(status: AgentStatus, suite: Suite) -> dict[str, Any]:
+    """A run without a result: what its last `status` says (the last few steps only)."""
+    return {
+        "stop_reason": status.stop_reason,
+        "answered_by": status.model,
+        "steps": status.steps,
+        "turns": status.iteration,
+        "tools": [step.tool for step in status.recent_steps],
+        "usage": status.usage,
+        "cost_usd": cost_of([], status.usage, status.model, suite.prices),
+        "tool_errors": sum(step.status == "error" for step in status.recent_steps),
+        "failed_models": 0,
+    }
+
+
+def _details(job: Job, eval_id: str) -> str:
+    prompt = render.shorten(job.scenario.prompt, 1000, one_line=False)
+    expect = job.scenario.expect.model_dump(exclude_unset=True, mode="json") or "completed"
+    return (
+        f"**Prompt**\n\n{prompt}\n\nScenario `{job.scenario.name}` of evaluation `{eval_id}`, "
+        f"run {job.repeat}, model {job.model or 'worker default'}.\n\nExpected: `{expect}`\n\n"
+        "Started by `agent eval`."
+    )
+
+
+async def _await_end(handle: RunHandle, timeout: float) -> RunOutcome | None:
+    try:
+        return await asyncio.wait_for(await_outcome(handle), timeout)
+    except TimeoutError:
+        return None
+
+
+async def run_job(
+    client: Client,
+    job: Job,
+    *,
+    suite: Suite,
+    eval_id: str,
+    task_queue: str,
+    poll_seconds: float = POLL_SECONDS,
+) -> RunRecord:
+    """Make one run to its end and return its scored record (never raises for the run's
+    sake: a run that could not start or end is a record with an `error`)."""
+    base: dict[str, Any] = {
+        "scenario": job.scenario.name,
+        "tags": job.scenario.tags,
+        "model": job.model,
+        "label": job.model or model_slug(None),
+        "repeat": job.repeat,
+        "workflow_id": job.workflow_id,
+    }
+    try:
+        handle: RunHandle = await client.start_workflow(
+            WORKFLOW_TYPE,
+            job.payload,
+            id=job.workflow_id,
+            task_queue=task_queue,
+            result_type=AgentResult,
+            memo={
+                "eval_id": eval_id,
+                "eval_scenario": job.scenario.name,
+                "eval_model": job.model or "(worker default)",
+            },
+            static_summary=f"agent eval {eval_id} · {job.scenario.name} · "
+            f"{job.model or 'default model'} #{job.repeat}",
+            static_details=_details(job, eval_id),
+        )
+    except RPCError as refused:
+        record = RunRecord(**base, ending="failed", error=f"could not start: {refused.message}")
+        return record.model_copy(update={"problems": check(job.scenario.expect, record)})
+    people = ScriptedPeople(handle, job.scenario, poll_seconds)
+    playing = asyncio.create_task(people.run())
+    error: str | None = None
+    try:
+        outcome = await _await_end(handle, job.timeout_seconds)
+        if outcome is None:
+            error = f"no end within {job.timeout_seconds:g} s (agent eval cancelled the run)"
+            with contextlib.suppress(RPCError):
+                await handle.cancel()
+            outcome = await _await_end(handle, END_GRACE_SECONDS)
+        if outcome is None:
+            with contextlib.suppress(RPCError):
+                await handle.terminate("agent eval: the run did not end after it was cancelled")
+            outcome = await await_outcome(handle)
+    finally:
+        playing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await playing
+    return await _record(client, handle, outcome, job, suite, base, people, error)
+
+
+async def _record(
+    client: Client,
+    handle: RunHandle,
+    outcome: RunOutcome,
+    job: Job,
+    suite: Suite,
+    base: dict[str, Any],
+    people: ScriptedPeople,
+    error: str | None,
+) -> RunRecord:
+    read: dict[str, Any] = {}
+    if outcome.result is not None:
+        read = _from_result(outcome.result, suite)
+    else:
+        status = await query_status(handle, QUERY_TIMEOUT.total_seconds())
+        if status is not None:
+            read = _from_status(status, suite)
+    tool_errors = read.pop("tool_errors", 0)
+    failed_models = read.pop("failed_models", 0)
+    first_run = handle.first_execution_run_id or handle.result_run_id
+    events = await history_events(client, job.workflow_id, first_run) if first_run else []
+    activity_failures, retries = history_failures(events)
+    failure = None
+    if outcome.result is None and outcome.ending not in ("cancelled",):
+        failure = f"{outcome.error_type}: {outcome.message}"
+    record = RunRecord(
+        **base,
+        run_id=first_run,
+        ending=outcome.ending,
+        failure=failure,
+        latency_seconds=history_latency(events),
+        failures=Failures(
+            tool_errors=tool_errors,
+            failed_models=failed_models,
+            activity_failures=activity_failures,
+            activity_retries=retries,
+        ),
+        people=people.actions,
+        error=error or people.error,
+        **read,
+    )
+    return record.model_copy(update={"problems": check(job.scenario.expect, record)})
+
+
+async def run_all(
+    jobs: Sequence[Job],
+    run: Callable[[Job], Awaitable[RunRecord]],
+    concurrency: int,
+    on_done: Callable[[RunRecord], None],
+) -> list[RunRecord]:
+    """Every job, at most `concurrency` at once; records in the jobs' order."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job: Job) -> RunRecord:
+        async with gate:
+            record = await run(job)
+        on_done(record)
+        return record
+
+    return list(await asyncio.gather(*(one(job) for job in jobs)))

@@ -1,0 +1,62 @@
+"""What a run tells Temporal's visibility about itself: the search attributes operators filter by.
+
+`temporal workflow list --query 'AgentPhase="waiting_for_human"'` (and the Web UI's list filter)
+answers "which runs wait for me?". The values come from the run's status, here, as a pure
+function; `workflows.search_attributes` upserts them when they change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
+
+from durable_agents.contracts.agent_status import Phase
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.request_kind import RequestKind
+
+SearchPhase = Literal["thinking", "running_tools", "waiting_for_human", "idle", "done"]
+"""`AgentPhase`: what the run does now. `idle` is a session between turns."""
+
+MAX_WAITING_NAMES = 20
+"""At most this many names in `AgentWaitingFor` (a keyword list; the server caps its size)."""
+
+
+class SearchState(NamedTuple):
+    """The values of the run's search attributes."""
+
+    phase: SearchPhase
+    waiting_for: tuple[str, ...]
+    """What waits for a person: the tool of each approval (and client tool), `question` for an
+    `ask_user` question, `plan` for a plan; sorted, each once."""
+    tokens: int
+
+
+def search_phase(phase: Phase) -> SearchPhase:
+    """The status phase as an operator filters by it (a run starting is thinking; a cancelled
+    run is done)."""
+    match phase:
+        case "starting" | "thinking":
+            return "thinking"
+        case "running_tools" | "waiting_for_human":
+            return phase
+        case "done" | "cancelled":
+            return "done"
+
+
+def waiting_name(kind: RequestKind, tool: str) -> str:
+    """How one pending request is named in `AgentWaitingFor`."""
+    if kind is RequestKind.PLAN:
+        return "plan"
+    return "question" if kind.decided_by is RequestKind.QUESTION else tool
+
+
+def search_state(
+    phase: Phase | Literal["idle"], pending: Sequence[PendingRequest], tokens: int
+) -> SearchState:
+    """The search attributes of a run (or a session: `idle` between turns) in `phase`, with
+    these requests waiting for a person and `tokens` spent."""
+    names = sorted({waiting_name(p.kind, p.tool) for p in pending})
+    shown: SearchPhase = (
+        "waiting_for_human" if names else "idle" if phase == "idle" else search_phase(phase)
+    )
+    return SearchState(shown, tuple(names[:MAX_WAITING_NAMES]), tokens)

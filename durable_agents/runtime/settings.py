@@ -1,0 +1,392 @@
+"""The configuration of every process of the project (worker, `agent` CLI, codec server), read
+once from the environment by one `pydantic-settings` class.
+
+`AgentSettings.from_env()` reads `os.environ`; `AgentSettings.from_env({...})` reads only the
+mapping it is given (tests). Blank values count as unset. Invalid values fail at once with a
+`SettingsError` that names the variable and never echoes its value; secrets are `SecretStr`, so
+they print as `**********` in `repr`, `str` and logs.
+
+How the worker and the CLI reach Temporal (address, namespace, API key, TLS, profiles in a
+`temporal.toml`) is resolved by `temporalio.envconfig`, as the `temporal` CLI does: see
+`runtime/temporal_client.py`. The `TEMPORAL_*` fields below are the ones this project names;
+every other standard variable (`TEMPORAL_TLS_CLIENT_CERT_PATH`, `TEMPORAL_GRPC_META_*`, ...)
+is passed through to `envconfig` unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.sources.utils import parse_env_vars
+
+from durable_agents.activities.cache_affinity import CacheAffinity
+from durable_agents.runtime.payload_keys import (
+    DEFAULT_KEY_ID,
+    PAYLOAD_KEY_ENV,
+    PAYLOAD_KEY_ID_ENV,
+    PREVIOUS_KEYS_ENV,
+    parse_key,
+    parse_keyring,
+)
+from durable_agents.runtime.providers import ProvidersError, ProviderSettings, parse_providers
+
+DEFAULT_TASK_QUEUE = "agents"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+AFFINITY_WORDS = {w: "on" for w in ("true", "1", "yes")} | {w: "off" for w in ("false", "0", "no")}
+"""How `AGENT_CACHE_AFFINITY` may also say on and off."""
+TEMPORAL_ENV_PREFIX = "TEMPORAL_"
+
+_SOURCE: ContextVar[Mapping[str, str] | None] = ContextVar("agent_settings_source", default=None)
+
+
+class SettingsError(ValueError):
+    """The environment holds an invalid value; the message names each variable, never a value."""
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """The environment source, reading a given mapping instead of `os.environ`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return parse_env_vars(
+            self._environ, self.case_sensitive, self.env_ignore_empty, self.env_parse_none_str
+        )
+
+
+@contextmanager
+def _reading(environ: Mapping[str, str]) -> Iterator[None]:
+    token = _SOURCE.set(environ)
+    try:
+        yield
+    finally:
+        _SOURCE.reset(token)
+
+
+def _env(name: str, **kwargs: Any) -> Any:
+    """A field read from the environment variable `name` (also settable by field name)."""
+    return Field(validation_alias=name, **kwargs)
+
+
+class AgentSettings(BaseSettings):
+    """Everything the worker, the `agent` CLI and the codec server read from the environment.
+
+    | variable | meaning | default |
+    | --- | --- | --- |
+    | TEMPORAL_ADDRESS | server; unset: the profile's, else localhost:7233 or a dev server | unset |
+    | TEMPORAL_NAMESPACE | namespace | default |
+    | TEMPORAL_API_KEY | API key (Temporal Cloud); turns TLS on | unset |
+    | TEMPORAL_TLS | `true`/`false`: force TLS on or off | unset |
+    | TEMPORAL_PROFILE | profile of the config file to use | default |
+    | TEMPORAL_CONFIG_FILE | a `temporal.toml` (else the `temporal` CLI's own) | unset |
+    | TASK_QUEUE | task queue of workflows and activities | agents |
+    | OPENAI_API_KEY | key of an OpenAI-compatible server; unset: the offline demo model | unset |
+    | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
+    | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
+    | MODEL_STREAMING | `false`: never stream replies from the model server | true |
+    | MODEL_TOOL_CALLING | `prompted`: tools in the prompt, calls read from the text | native |
+    | MODEL_PROVIDERS | JSON: providers runs name as `provider/model` (runtime/providers) | unset |
+    | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
+    | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
+    | ALLOW_RUN_AUTO_APPROVE | a run's policy may auto-run tools that require approval | false |
+    | MCP_CONFIG | JSON file of MCP tool servers (Claude Desktop format; README) | unset |
+    | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
+    | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
+    | AGENT_COMMAND_ADDRESS | the server address pasted commands name (`--address`) | the worker's |
+    | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
+    | AGENT_PAYLOAD_KEY | base64 AES-256 key: encrypt every payload (docs/encryption.md) | unset |
+    | AGENT_PAYLOAD_KEY_ID | name of that key, stored with each encrypted payload | default |
+    | AGENT_PAYLOAD_PREVIOUS_KEYS | `id=base64key,...`: older keys, for decoding only | unset |
+    | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
+    | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
+    | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
+    | AGENT_CACHE_AFFINITY | model calls to the worker caching the run: `auto`/`on`/`off` | auto |
+    | AGENT_DEPLOYMENT_NAME / AGENT_BUILD_ID | join this Worker Deployment version (both) | unset |
+    | AGENT_PAYLOAD_STORE | `file:<dir>`, `s3://<bucket>`, `off`: big payloads out of history | * |
+
+    (*) The payload store: `file:.temporal/payloads` when no server is configured (a local dev
+    server), else off. Cache affinity `auto` decides from what the worker and its runs observe
+    (`loop.cache_affinity`); `on`/`true` and `off`/`false` override it.
+    docs/fleet.md: cache affinity, Worker Versioning, the payload store.
+    | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
+    | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
+    | OTEL_ENABLED | `1`/`true`: OpenTelemetry tracing (`otel` extra) | off |
+    | OTEL_EXPORTER_OTLP_ENDPOINT | OTLP collector for the spans; unset: console | unset |
+    | LOG_LEVEL / LOG_FORMAT | logging level; `text` or `json` (one object per line) | INFO / text |
+    """
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="ignore",
+        populate_by_name=True,
+        case_sensitive=True,
+        env_ignore_empty=True,
+        hide_input_in_errors=True,
+    )
+
+    # -- reaching Temporal (resolved with temporalio.envconfig, see runtime/temporal_client.py)
+    temporal_address: str | None = _env("TEMPORAL_ADDRESS", default=None)
+    temporal_namespace: str | None = _env("TEMPORAL_NAMESPACE", default=None)
+    temporal_api_key: SecretStr | None = _env("TEMPORAL_API_KEY", default=None)
+    temporal_tls: bool | None = _env("TEMPORAL_TLS", default=None)
+    temporal_profile: str | None = _env("TEMPORAL_PROFILE", default=None)
+    temporal_config_file: Path | None = _env("TEMPORAL_CONFIG_FILE", default=None)
+    task_queue: str = _env("TASK_QUEUE", default=DEFAULT_TASK_QUEUE, min_length=1)
+    # -- the model
+    openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
+    openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
+    model: str | None = _env("MODEL", default=None)
+    model_streaming: bool = _env("MODEL_STREAMING", default=True)
+    model_tool_calling: Literal["native", "prompted"] = _env("MODEL_TOOL_CALLING", default="native")
+    model_providers: SecretStr | None = _env("MODEL_PROVIDERS", default=None)
+    model_providers_file: Path | None = _env("MODEL_PROVIDERS_FILE", default=None)
+    # -- the worker
+    workspace: Path = _env("AGENT_WORKSPACE", default=Path("workspace"))
+    dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)
+    dev_server_ui_port: int = _env("TEMPORAL_DEV_UI_PORT", default=8233, gt=0, lt=65536)
+    dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
+    command_address: str | None = _env("AGENT_COMMAND_ADDRESS", default=None, min_length=1)
+    """The address the commands runs hand out to be pasted name, where people reach the server
+    another way than the worker does (compose: the worker's `temporal:7233` is the host's
+    `localhost:7233`); unset: the worker's own (`loop.pasted_commands`)."""
+    drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
+    tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
+    # -- long-term memory (tools/memory_store): PostgreSQL when the URL is set, else SQLite
+    memory_database_url: SecretStr | None = _env("MEMORY_DATABASE_URL", default=None)
+    memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
+    allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
+    mcp_config: Path | None = _env("MCP_CONFIG", default=None)
+    cache_affinity: CacheAffinity = _env("AGENT_CACHE_AFFINITY", default="auto")
+    """`WorkerTuning.cache_affinity`; `true`/`false` (and 1/0, yes/no) read as on/off."""
+    # -- Worker Versioning (docs/fleet.md): both set, or neither
+    deployment_name: str | None = _env("AGENT_DEPLOYMENT_NAME", default=None)
+    build_id: str | None = _env("AGENT_BUILD_ID", default=None)
+    # -- external payload storage (runtime/payload_store.py); None: the default for the server
+    payload_store: str | None = _env("AGENT_PAYLOAD_STORE", default=None)
+    # -- payload encryption and the codec server
+    payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
+    payload_key_id: str = _env(PAYLOAD_KEY_ID_ENV, default=DEFAULT_KEY_ID, min_length=1)
+    payload_previous_keys: SecretStr | None = _env(PREVIOUS_KEYS_ENV, default=None)
+    codec_endpoint: str | None = _env("AGENT_CODEC_ENDPOINT", default=None)
+    codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
+    # -- observability
+    otel_enabled: bool = _env("OTEL_ENABLED", default=False)
+    otel_exporter_otlp_endpoint: str | None = _env("OTEL_EXPORTER_OTLP_ENDPOINT", default=None)
+    log_level: str = _env("LOG_LEVEL", default="INFO")
+    log_format: Literal["text", "json"] = _env("LOG_FORMAT", default="text")
+
+    _temporal_env: dict[str, str] = PrivateAttr(default_factory=dict)
+    _providers: dict[str, ProviderSettings] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then the environment (or the mapping `from_env` was given); no
+        `.env` file, no secrets directory."""
+        environ = _SOURCE.get()
+        if environ is not None:
+            env_settings = _MappingEnvSource(settings_cls, environ)
+        return init_settings, env_settings
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
+        """The settings of `env` (default: `os.environ`), or a `SettingsError` naming every
+        invalid variable."""
+        environ = dict(os.environ if env is None else env)
+        try:
+            with _reading(environ):
+                settings = cls()
+        except ValidationError as error:
+            raise SettingsError(describe_settings_error(error)) from None
+        return settings
+
+    def model_post_init(self, context: Any) -> None:
+        """Keep the source's `TEMPORAL_*` variables for `temporalio.envconfig`, and read the
+        model providers (whose `api_key_env` names other variables of the same source)."""
+        environ = _SOURCE.get()
+        environ = os.environ if environ is None else environ
+        self._temporal_env = {
+            k: v for k, v in environ.items() if k.upper().startswith(TEMPORAL_ENV_PREFIX)
+        }
+        text = self.model_providers.get_secret_value() if self.model_providers else None
+        try:
+            self._providers = parse_providers(text, self.model_providers_file, environ)
+        except ProvidersError as error:
+            raise SettingsError(str(error)) from None
+
+    @property
+    def providers(self) -> dict[str, ProviderSettings]:
+        """Model providers by name (`MODEL_PROVIDERS` / `MODEL_PROVIDERS_FILE`)."""
+        return dict(self._providers)
+
+    # -- validation ----------------------------------------------------------------------------
+
+    @model_validator(mode="before")
+    @classmethod
+    def _blank_is_unset(cls, data: Any) -> Any:
+        """Surrounding spaces are dropped and a blank value counts as unset."""
+        if not isinstance(data, dict):
+            return data
+        cleaned: dict[str, Any] = {}
+        for name, value in data.items():
+            if isinstance(value, str):
+                value = value.strip()
+                if not value:
+                    continue
+            cleaned[name] = value
+        return cleaned
+
+    @field_validator("tool_modules", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("memory_database_url")
+    @classmethod
+    def _postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("use a postgresql:// URL")
+        return value
+
+    @field_validator("payload_key")
+    @classmethod
+    def _valid_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_key(value.get_secret_value(), PAYLOAD_KEY_ENV)
+        return value
+
+    @field_validator("payload_previous_keys")
+    @classmethod
+    def _valid_keyring(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            parse_keyring(value.get_secret_value(), PREVIOUS_KEYS_ENV)
+        return value
+
+    @field_validator("payload_store")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        if value is not None:
+            from durable_agents.runtime.payload_store import parse_store
+
+            parse_store(value)
+        return value
+
+    @model_validator(mode="after")
+    def _deployment_pair(self) -> AgentSettings:
+        if (self.deployment_name is None) != (self.build_id is None):
+            missing = "AGENT_BUILD_ID" if self.build_id is None else "AGENT_DEPLOYMENT_NAME"
+            raise ValueError(
+                f"{missing}: set AGENT_DEPLOYMENT_NAME and AGENT_BUILD_ID together (or neither)"
+            )
+        return self
+
+    @field_validator("cache_affinity", mode="before")
+    @classmethod
+    def _affinity_words(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            return AFFINITY_WORDS.get(value, value)
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _known_level(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.upper()
+            if value not in logging.getLevelNamesMapping():
+                raise ValueError("use DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    # -- derived values ------------------------------------------------------------------------
+
+    @property
+    def uses_demo_model(self) -> bool:
+        return self.openai_api_key is None
+
+    @property
+    def payload_key_bytes(self) -> bytes | None:
+        """`AGENT_PAYLOAD_KEY` decoded (validated when the settings were read)."""
+        key = self.payload_key
+        return parse_key(key.get_secret_value()) if key else None
+
+    @property
+    def previous_keys(self) -> dict[str, bytes]:
+        """`AGENT_PAYLOAD_PREVIOUS_KEYS` decoded: key id -> key, for decoding only."""
+        keys = self.payload_previous_keys
+        return parse_keyring(keys.get_secret_value()) if keys else {}
+
+    def temporal_environ(self) -> dict[str, str]:
+        """The environment `temporalio.envconfig` reads: every `TEMPORAL_*` variable of the
+        source, with the fields above (which may have been given as arguments) applied."""
+        environ = dict(self._temporal_env)
+        fields: dict[str, str | None] = {
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "TEMPORAL_NAMESPACE": self.temporal_namespace,
+            "TEMPORAL_API_KEY": (
+                self.temporal_api_key.get_secret_value() if self.temporal_api_key else None
+            ),
+            "TEMPORAL_TLS": None if self.temporal_tls is None else str(self.temporal_tls).lower(),
+            "TEMPORAL_PROFILE": self.temporal_profile,
+            "TEMPORAL_CONFIG_FILE": (
+                None if self.temporal_config_file is None else str(self.temporal_config_file)
+            ),
+        }
+        for name, value in fields.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
+        return environ
+
+
+WorkerSettings = AgentSettings
+"""The former name of `AgentSettings` (the same class)."""
+
+
+def describe_settings_error(error: ValidationError) -> str:
+    """`NAME: what is wrong` for each invalid variable, on one line, without the values."""
+    problems = []
+    for item in error.errors(include_input=False, include_url=False):
+        name = ".".join(str(part) for part in item["loc"]) or "settings"
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(message if message.startswith(name) else f"{name}: {message}")
+    return "invalid environment: " + "; ".join(problems)

@@ -1,0 +1,101 @@
+"""The A2A server: the SDK's request handler in front of `RunExecutor`, the agent card and the
+JSON-RPC routes, as one Starlette app.
+
+A message that starts a task is checked before anything runs (`CheckedRequestHandler`): an
+unknown agent, an empty or oversized prompt, or options that are not run settings come back as
+a JSON-RPC `InvalidParams` error naming the problem; no task is made and no run starts.
+
+Tasks live in the SDK's in-memory task store: the runs behind them are durable, the A2A view of
+them is not (after a restart of `agent a2a`, a task id it gave out is unknown to it; its run,
+`a2a-<task id>`, goes on in Temporal).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+
+from a2a.helpers.proto_helpers import get_message_text
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types.a2a_pb2 import Message, SendMessageRequest, Task
+from a2a.utils.errors import InvalidParamsError
+from google.protobuf import json_format
+from starlette.applications import Starlette
+
+from durable_agents.cli.errors import CliError
+from durable_agents.servers.a2a_gateway.answers import MAX_ANSWER_CHARS, whole_numbers
+from durable_agents.servers.a2a_gateway.card import agent_card
+from durable_agents.servers.a2a_gateway.executor import RunExecutor
+from durable_agents.servers.run_control import RunControl, run_input
+
+RPC_PATH = "/"
+
+
+class CheckedRequestHandler(DefaultRequestHandler):
+    """The SDK's handler, refusing a bad message before it makes a task."""
+
+    def __init__(self, control: RunControl, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.control = control
+
+    def check(self, params: SendMessageRequest) -> None:
+        message = params.message
+        text = get_message_text(message)
+        if message.task_id:  # an answer to a task that waits: read by the executor
+            if len(text) > MAX_ANSWER_CHARS:
+                raise InvalidParamsError(
+                    message=f"message: {len(text)} characters, more than {MAX_ANSWER_CHARS}"
+                )
+            return
+        metadata = (
+            whole_numbers(json_format.MessageToDict(message.metadata))
+            if message.HasField("metadata")
+            else {}
+        )
+        agent, options = metadata.get("agent"), metadata.get("options")
+        if agent is not None and not isinstance(agent, str):
+            raise InvalidParamsError(message="metadata.agent: the name of a skill (a string)")
+        if options is not None and not isinstance(options, dict):
+            raise InvalidParamsError(message="metadata.options: an object of run settings")
+        if not text:
+            raise InvalidParamsError(message="message: no text part; the text is the prompt")
+        try:
+            run_input(text, agent, options, self.control.profiles)
+        except CliError as error:
+            raise InvalidParamsError(message=str(error)) from None
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        self.check(params)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        self.check(params)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+def build_app(control: RunControl, url: str) -> Starlette:
+    """The gateway at `url` (its card names it)."""
+    card = agent_card(control.profiles, url)
+    handler = CheckedRequestHandler(
+        control,
+        agent_executor=RunExecutor(control),
+        task_store=InMemoryTaskStore(),
+        agent_card=card,
+    )
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, RPC_PATH)]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        await handler.aclose()  # lets the tasks in flight stop cleanly
+
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,36 @@
+"""`agent a2a [--port N]`: the A2A gateway on `http://127.0.0.1:N/` (JSON-RPC, streaming; the
+agent card at `/.well-known/agent-card.json`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from durable_agents.cli.commands import Context
+from durable_agents.cli.errors import OK
+from durable_agents.servers import http_serving
+
+DEFAULT_PORT = 8766
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `agent a2a`."""
+    http_serving.add_port_option(parser, DEFAULT_PORT, "the HTTP port on 127.0.0.1")
+    http_serving.add_guard_options(parser)
+
+
+async def a2a(args: argparse.Namespace, ctx: Context) -> int:
+    """Serve until Ctrl-C."""
+    from durable_agents.servers.a2a_gateway.app import build_app  # the SDK only for this command
+    from durable_agents.servers.run_control import connect_control
+
+    http_serving.check_port(args.port)
+    control = await connect_control(ctx.target, "a2a")
+    url = f"http://{http_serving.HOST}:{args.port}/"
+    app = build_app(control, url)
+    await http_serving.serve(
+        http_serving.guarded(app, args),
+        args.port,
+        f"A2A server on {url} (agent card: {url}.well-known/agent-card.json) · Temporal "
+        f"{ctx.target.address} · task queue {ctx.target.task_queue}",
+    )
+    return OK

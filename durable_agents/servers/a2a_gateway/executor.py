@@ -1,0 +1,212 @@
+"""The A2A agent executor: a task is one `AgentWorkflow` run (workflow id `a2a-<task id>`).
+
+A new task starts the run and follows it, each tool call as it starts and reports progress,
+each new turn, tool step and wait as a `working` status update (what a streaming client
+sees); the answer becomes the task's `answer` artifact and the task completes (or fails,
+with the run's error). When the run waits for a person, the task goes to `input-required`
+with the first waiting request (text for people, a data part with the call for programs,
+and the call id and argument digest in the message metadata); the next message on the task
+answers it (`answers.read_answer`), and the task follows the run on.
+An answer that cannot apply leaves the task in `input-required`, saying why.
+
+Runs are followed through their event stream, read by query (nothing recorded in history),
+and their `status` when the stream shows a change (`RunControl.follow_run`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a2a.helpers.proto_helpers import (
+    get_data_parts,
+    new_data_part,
+    new_task_from_user_message,
+    new_text_part,
+)
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types.a2a_pb2 import Message, Part, TaskState
+from google.protobuf import json_format
+
+from durable_agents.cli import render
+from durable_agents.cli.connection import RunHandle
+from durable_agents.cli.errors import CliError
+from durable_agents.cli.outcome import RunOutcome
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.servers.a2a_gateway.answers import Shown, read_answer, whole_numbers
+from durable_agents.servers.run_control import Paused, RunControl, run_input
+
+WORKFLOW_PREFIX = "a2a-"
+DEFAULT_BY = "a2a client"
+
+
+def workflow_id_for(task_id: str) -> str:
+    """The run behind an A2A task."""
+    return f"{WORKFLOW_PREFIX}{task_id}"
+
+
+def message_metadata(message: Message | None) -> dict[str, Any]:
+    if message is None or not message.HasField("metadata"):
+        return {}
+    return whole_numbers(json_format.MessageToDict(message.metadata))
+
+
+def request_of(context: RequestContext) -> tuple[str, str | None, dict[str, Any] | None]:
+    """A new task's prompt, agent and options (see `answers`)."""
+    metadata = message_metadata(context.message)
+    agent, options = metadata.get("agent"), metadata.get("options")
+    return (
+        context.get_user_input(),
+        agent if isinstance(agent, str) else None if agent is None else str(agent),
+        options,
+    )
+
+
+def by_of(context: RequestContext) -> str:
+    by = message_metadata(context.message).get("by")
+    return by if isinstance(by, str) and by.strip() else DEFAULT_BY
+
+
+def waiting_text(request: PendingRequest) -> str:
+    """What the `input-required` message says, for a person."""
+    shown = "\n".join(line.strip() for line in render.pending_block(request, full=True))
+    if request.kind.decided_by is RequestKind.QUESTION:
+        return f"{shown}\nReply with your answer."
+    return (
+        f"{shown}\nargs_digest: {request.args_digest}\n"
+        "Reply 'approve' or 'reject: <why>' (this applies to exactly these arguments)."
+    )
+
+
+class RunExecutor(AgentExecutor):
+    """Runs A2A tasks as durable agent runs (see the module docstring)."""
+
+    def __init__(self, control: RunControl) -> None:
+        self.control = control
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        workflow_id = workflow_id_for(context.task_id)
+        task = context.current_task
+        try:
+            if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                await self._answer(context, updater, workflow_id, task.status.message)
+                return
+            prompt, agent, options = request_of(context)
+            payload = run_input(prompt, agent, options, self.control.profiles)
+            if task is None and context.message is not None:
+                await event_queue.enqueue_event(new_task_from_user_message(context.message))
+            handle = await self.control.start(payload, workflow_id=workflow_id, by=by_of(context))
+            await updater.start_work(
+                updater.new_agent_message([new_text_part(f"started run {handle.id}")])
+            )
+            await self._follow(updater, handle)
+        except CliError as error:
+            await updater.failed(updater.new_agent_message([new_text_part(str(error))]))
+
+    async def _answer(
+        self, context: RequestContext, updater: TaskUpdater, workflow_id: str, shown_in: Message
+    ) -> None:
+        shown = Shown.of_metadata(message_metadata(shown_in))
+        if shown is None:
+            await updater.failed(
+                updater.new_agent_message([new_text_part("this task waits for nothing known")])
+            )
+            return
+        answer = read_answer(
+            context.get_user_input(),
+            get_data_parts(context.message.parts) if context.message else [],
+            shown,
+            by_of(context),
+        )
+        try:
+            if isinstance(answer, str):
+                raise CliError(answer)
+            decided = await self.control.decide(workflow_id, answer)
+        except CliError as error:
+            await self._ask_again(updater, workflow_id, shown, str(error))
+            return
+        note = (
+            render.decision_line(decided.decision)
+            if decided.decision is not None
+            else f"replied to {decided.call_id}"
+        )
+        await updater.start_work(updater.new_agent_message([new_text_part(note)]))
+        handle, _ = await self.control.open(workflow_id)
+        await self._follow(updater, handle, ignore={shown.call_id})
+
+    async def _ask_again(
+        self, updater: TaskUpdater, workflow_id: str, shown: Shown, problem: str
+    ) -> None:
+        """The answer did not apply: stay in `input-required`, saying why (the run may have
+        moved on meanwhile: then follow it)."""
+        pending = await self.control.pending(workflow_id)
+        request = next((p for p in pending if p.call_id == shown.call_id), None)
+        if request is None:
+            handle, _ = await self.control.open(workflow_id)
+            await self._follow(updater, handle, ignore={shown.call_id})
+            return
+        await self._wait_for_person(updater, request, problem=problem)
+
+    async def _follow(
+        self, updater: TaskUpdater, handle: RunHandle, ignore: set[str] | None = None
+    ) -> None:
+
+        async def on_note(line: str) -> None:
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING, updater.new_agent_message([new_text_part(line)])
+            )
+
+        ended = await self.control.follow_run(handle, on_note, ignore or set())
+        if isinstance(ended, Paused):
+            await self._wait_for_person(updater, ended.pending[0])
+            return
+        await self._finish(updater, ended)
+
+    async def _wait_for_person(
+        self, updater: TaskUpdater, request: PendingRequest, problem: str | None = None
+    ) -> None:
+        text = waiting_text(request)
+        if problem:
+            text = f"Not applied: {problem}\n{text}"
+        call = request.model_dump(
+            mode="json",
+            include={"call_id", "kind", "tool", "args", "args_digest", "question", "expires_at"},
+        )
+        shown = Shown(request.call_id, request.kind, request.args_digest)
+        await updater.requires_input(
+            updater.new_agent_message(
+                [new_text_part(text), new_data_part({"pending": call})],
+                metadata=shown.metadata(),
+            )
+        )
+
+    async def _finish(self, updater: TaskUpdater, outcome: RunOutcome) -> None:
+        result = outcome.result
+        if result is None:
+            text = f"the run {outcome.ending}: {outcome.error_type}: {outcome.message}"
+            await updater.failed(updater.new_agent_message([new_text_part(text)]))
+            return
+        parts: list[Part] = [new_text_part(result.answer)]
+        if result.output is not None:
+            parts.append(new_data_part(result.output))
+        await updater.add_artifact(
+            parts,
+            name="answer",
+            metadata={"workflow_id": outcome.workflow_id, "stop_reason": result.stop_reason.value},
+        )
+        await updater.complete(updater.new_agent_message([new_text_part(result.answer)]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the run (it ends as cancelled in Temporal) and the task."""
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        try:
+            handle, _ = await self.control.open(workflow_id_for(context.task_id))
+            await handle.cancel()
+        except CliError:
+            pass  # no run behind it (any more): the task is cancelled all the same
+        await updater.cancel()

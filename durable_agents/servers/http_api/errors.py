@@ -1,0 +1,76 @@
+"""Every failure as a JSON body `{"error": "...", ...}`: bad input is 422 naming each field,
+what the API refuses is its own status (404, 409, ...), and anything unexpected is a 500 that
+says only that (the traceback goes to the server's log, never to the client)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+log = logging.getLogger("durable_agents.servers.http_api")
+
+
+class ApiError(Exception):
+    """A refusal the client can act on: its HTTP status and one line saying why."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+def field_problems(errors: Sequence[Any], *, strip: str | None = "body") -> list[dict[str, str]]:
+    """`[{"field": "max_iterations", "message": "..."}]` from pydantic's error list (the request
+    part, `body`, `query`, is left off the path; the body as a whole is `body`)."""
+    problems = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        if strip is not None and loc[:1] == [strip] and len(loc) > 1:
+            loc = loc[1:]
+        if error.get("type") == "json_invalid":
+            loc = ["body"]
+        problems.append({"field": ".".join(loc) or "body", "message": str(error.get("msg"))})
+    return problems
+
+
+def invalid(problems: list[dict[str, str]]) -> JSONResponse:
+    text = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return JSONResponse({"error": f"invalid input: {text}", "fields": problems}, status_code=422)
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on `app`."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, error: ApiError) -> JSONResponse:
+        return JSONResponse({"error": error.message, **error.extra}, status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_: Request, error: RequestValidationError) -> JSONResponse:
+        return invalid(field_problems(error.errors()))
+
+    @app.exception_handler(ValidationError)
+    async def bad_model(_: Request, error: ValidationError) -> JSONResponse:
+        return invalid(field_problems(error.errors(), strip=None))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, error: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"error": str(error.detail)}, status_code=error.status_code, headers=error.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error in %s %s", request.method, request.url.path)
+        return JSONResponse(
+            {"error": f"internal error ({type(error).__name__}); the server log has the details"},
+            status_code=500,
+        )

@@ -1,0 +1,124 @@
+"""`agent serve [--host 127.0.0.1] [--port 8000]`: the HTTP API, AG-UI and the web console.
+
+It connects to Temporal as every `agent` command does (`--address`, `--namespace`, the
+environment, the profile), then serves `app.create_app` with uvicorn until Ctrl-C. Without
+`AGENT_API_TOKEN` it listens on loopback only. The heavy imports (FastAPI, uvicorn) happen when
+the command runs, so the rest of the `agent` CLI starts as fast as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from durable_agents.runtime.settings import AgentSettings
+from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"listen address ({DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    parser.add_argument(
+        "--cors-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="a browser origin allowed to call the API (repeat; env AGENT_API_CORS_ORIGINS)",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a host name the server is reached by besides the listen address and localhost "
+        "(repeat; '*' for any, behind a proxy that checks it; env AGENT_API_ALLOWED_HOSTS); "
+        "any other Host header is answered 421",
+    )
+    parser.add_argument(
+        "--web-ui",
+        metavar="URL",
+        help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default "
+        "the local dev server's)",
+    )
+    parser.add_argument(
+        "--stream-read",
+        choices=("query", "updates"),
+        help="how runs' event streams are read: query (default; nothing in a run's history or "
+        "Web UI timeline) or updates (live text sooner under load; every poll in the history); "
+        "env AGENT_SERVE_STREAM_READ",
+    )
+
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+UI_PORT_OFFSET = 1000
+"""`temporal server start-dev` serves its Web UI on its port + 1000 unless told `--ui-port`."""
+
+
+def default_web_ui(address: str, settings: AgentSettings) -> str | None:
+    """The Web UI of the Temporal server at `address`, found from the settings the worker uses
+    (`runtime/settings.py`), or None for a server that is not on this machine:
+
+    - the worker's own dev server (`address` on `TEMPORAL_DEV_PORT`): `TEMPORAL_DEV_UI_PORT`,
+      the port the worker gave it (`worker.py`);
+    - another local server: its port + 1000, where `temporal server start-dev` puts it.
+
+    `--web-ui URL` (or `AGENT_WEB_UI_URL`) names any other (Temporal Cloud, a shared server)."""
+    host, _, port_text = address.rpartition(":")
+    if host.strip("[]").lower() not in LOCAL_HOSTS:
+        return None
+    port = int(port_text) if port_text.isdigit() else settings.dev_server_port
+    ui_port = (
+        settings.dev_server_ui_port if port == settings.dev_server_port else port + UI_PORT_OFFSET
+    )
+    return f"http://localhost:{ui_port}"
+
+
+async def serve(args: argparse.Namespace, ctx: Any) -> int:
+    """Run the server until it is stopped (see the module docstring)."""
+    import uvicorn
+
+    from durable_agents.cli.connection import connect
+    from durable_agents.cli.errors import OK, CliError
+    from durable_agents.servers.http_api.app import create_app
+    from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind
+
+    target = ctx.target
+    try:
+        config = ServeConfig.from_env(
+            namespace=target.namespace,
+            task_queue=target.task_queue,
+            cors_origins=tuple(args.cors_origin or ()),
+            allowed_hosts=(args.host, *(args.allowed_host or ())),
+            web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
+            stream_reading=args.stream_read,
+        )
+        check_bind(args.host, config)
+    except ConfigError as error:
+        raise CliError(str(error)) from None
+    client = await connect(target)
+    app = create_app(client, config)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            lifespan="on",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+    )
+    auth = "bearer token required" if config.token else "no token: loopback only"
+    web_ui = config.web_ui_url or "none (--web-ui URL)"
+    print(
+        f"agent serve: http://{args.host}:{args.port}/ (console), /v1 (API), /agui (AG-UI), "
+        f"/openapi.json · Temporal {target.address} namespace {target.namespace} · task queue "
+        f"{target.task_queue} · Web UI {web_ui} · {auth}",
+        file=sys.stderr,
+        flush=True,
+    )
+    await server.serve()
+    if not server.started:
+        raise CliError(f"could not listen on {args.host}:{args.port} (see the message above)")
+    return OK

@@ -1,0 +1,100 @@
+"""Serving a gateway's ASGI app on 127.0.0.1 with uvicorn, for `agent mcp --http` and `agent a2a`.
+
+Loopback only: the gateways have no authentication of their own (a client that reaches the port
+can start runs and approve their calls), so they are not offered beyond the machine. For the
+same reason web pages must not reach them through the user's browser: every request passes
+`servers.request_guards.RequestGuard` first (421 to a `Host` not served, 403 to another web
+origin, 415 to a POST that is not JSON), with the names and origins of `--allowed-host` and
+`--allowed-origin`."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import sys
+from typing import Any
+
+from durable_agents.cli.errors import CliError
+from durable_agents.servers.request_guards import (
+    BodyLimit,
+    GuardSettings,
+    NestingLimit,
+    RequestGuard,
+    allowed_host_names,
+)
+
+HOST = "127.0.0.1"
+SHUTDOWN_GRACE_SECONDS = 5
+"""On shutdown, open requests (SSE streams, `?wait=true`) get this long, then are closed: a
+client that holds a stream open must not keep the server from stopping."""
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest request body a gateway reads (the MCP SDK's own default limit)."""
+
+
+def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) -> None:
+    """A gateway command's `--port N` option, `help` naming its default."""
+    parser.add_argument(
+        "--port", type=int, default=default, metavar="N", help=f"{help} (default {default})"
+    )
+
+
+def add_guard_options(parser: argparse.ArgumentParser) -> None:
+    """`--allowed-host NAME` and `--allowed-origin ORIGIN` (`RequestGuard`)."""
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the server is reached by besides 127.0.0.1 and localhost (repeat); "
+        "any other Host header is answered 421",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web origin (http://host:port) whose pages may call the server (repeat); "
+        "requests from any other origin but the server's own are answered 403",
+    )
+
+
+def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
+    """`app` behind the browser guard, with the command line's host names and origins, and
+    the body limits (size, then JSON nesting)."""
+    settings = GuardSettings(
+        allowed_host_names(HOST, args.allowed_host), frozenset(args.allowed_origin)
+    )
+    return RequestGuard(BodyLimit(NestingLimit(app), MAX_BODY_BYTES), settings)
+
+
+def check_port(port: int) -> None:
+    """A clear error now, instead of uvicorn's exit later, when `port` is taken."""
+    if not 0 < port < 65536:
+        raise CliError(f"--port: {port} is not a TCP port (1-65535)")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, port))
+        except OSError as error:
+            why = "in use" if error.errno == errno.EADDRINUSE else error.strerror
+            raise CliError(f"--port: cannot listen on {HOST}:{port} ({why})") from None
+
+
+async def serve(app: Any, port: int, announce: str) -> None:
+    """Serve `app` until Ctrl-C; `announce` (what is where) goes to stderr once listening."""
+    import uvicorn  # only for the commands that serve
+
+    check_port(port)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=HOST,
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
+        )
+    )
+    sys.stderr.write(announce + "\n")
+    sys.stderr.flush()
+    await server.serve()
