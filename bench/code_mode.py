@@ -36,9 +36,9 @@ from bench.report import Row
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.runtime.workers import build_workers
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.catalog import CATALOG
 from durable_agents.tools.definition import tool
-from testkit import fake_openai as fake
 
 ITEMS = {
     "apple": 1.25, "bread": 3.4, "cheese": 7.9, "dates": 5.15, "eggs": 2.6,

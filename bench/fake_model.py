@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.bench_model import bench_model
 
 

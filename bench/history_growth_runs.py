@@ -25,7 +25,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.session import SessionResult, TurnResult
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.history_reading import (
     Parts,
     Segment,

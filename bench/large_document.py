@@ -43,9 +43,9 @@ from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.runtime.codec import data_converter
 from durable_agents.runtime.payload_store import StoreSpec, external_storage, payloads_in
 from durable_agents.runtime.workers import build_workers
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.catalog import CATALOG
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
 
 MB = 1_000_000
 DOCUMENT_CHARS = 5 * MB

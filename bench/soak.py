@@ -55,7 +55,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.runtime.dev_server import DevServer
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.crash_tools import WorkerCluster, WorkerProcess, events, free_port, ledger_entries
 
 MODEL_TIMEOUT_SECONDS = 3

@@ -22,7 +22,7 @@ import hashlib
 import re
 from typing import Any
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 
 ANSWER_CHARS = 200
 USER_CHARS = 2000

@@ -26,9 +26,9 @@ from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.policy import WorkerPolicy
 from durable_agents.runtime.workers import WorkerTuning, build_workers
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.catalog import Catalog
 from testkit.crash_tools import WorkerCluster
-from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.hang_guard import guard
 from tests.scripted_model import ScriptedChatModel

@@ -6,7 +6,7 @@ server with this model in the `call_model` activity instead of `OpenAIChatModel`
 `testkit/fake_openai.py`. Wire format, fault injection, error mapping, secrets and streaming stay
 on the real `openai` client and the fake server.
 
-The API mirrors `testkit.fake_openai`, so a test moves over mechanically::
+The API mirrors `durable_agents.testing.fake_openai`, so a test moves over mechanically::
 
     model.enqueue(tool_calls(call("echo", {"text": "a"}, id="c1")), text("done"))
     model.set_handler(lambda request: text(f"{len(request.messages)} messages"))

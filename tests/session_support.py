@@ -13,7 +13,7 @@ from temporalio.client import (
 from temporalio.common import WorkflowIDConflictPolicy
 
 from durable_agents.contracts.session import SessionStatus, TurnResult
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 
 

@@ -27,8 +27,8 @@ from google.protobuf import json_format
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
-from testkit import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.test_mcp_gateway import http_gateway, workflow_ids
 

@@ -19,7 +19,7 @@ from durable_agents.contracts.errors import MODEL_CALL_FAILED, TOOL_FAILED_RUN
 from durable_agents.contracts.messages import ChatMessage
 from durable_agents.loop.limits import max_iterations_message
 from durable_agents.loop.model_reply import EMPTY_ANSWER_MESSAGE, EMPTY_REPLY_NUDGE
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests import scripted_model as sm
 from tests.conftest import (
     SECRET_API_KEY,

@@ -12,7 +12,7 @@ from temporalio.api.enums.v1 import EventType
 
 from durable_agents.contracts.messages import ChatMessage
 from durable_agents.contracts.model_io import ModelRequest
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
 from tests.conftest import (

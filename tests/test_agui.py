@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from ag_ui_validate.pytest_plugin import assert_valid_agui
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import TOKEN, LiveApi, live_api

@@ -31,7 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.cli.errors import CLI_ERROR
 from durable_agents.cli.main import run_cli
 from durable_agents.servers.request_guards import GuardSettings, allowed_host_names
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, live_api

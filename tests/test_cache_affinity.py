@@ -29,10 +29,10 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.model_io import CALL_MODEL_ACTIVITY, ModelReply
 from durable_agents.loop.cache_affinity import affinity_queue, missed_elsewhere
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.bench_model import rounds_since_user
 from testkit.crash_tools import WorkerCluster
-from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
 from tests.hitl_support import wait_for_pending
 from tests.replaying import assert_replays

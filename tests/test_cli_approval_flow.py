@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import BIN, AgentHarness
 

@@ -10,7 +10,7 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.session import MemoryTurn, SessionResult
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.test_cli_run import AgentCli
 

@@ -10,7 +10,7 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending
 from tests.test_cli_run import AgentCli, write_call

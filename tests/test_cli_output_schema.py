@@ -9,7 +9,7 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.test_cli_run import AgentCli
 

@@ -32,7 +32,7 @@ from durable_agents.contracts.events import (
     TextDelta,
 )
 from durable_agents.contracts.usage import TokenUsage
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.test_cli_run import AgentCli

@@ -21,7 +21,7 @@ from typing import Any
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,7 +28,7 @@ from durable_agents.contracts.client_tools import ClientToolSpec, ToolResultUpda
 from durable_agents.contracts.errors import HUMAN_WAIT_TIMED_OUT
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.loop import approvals, client_tools
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.conftest import FAKE_MODEL, AgentHarness, ScriptedHarness, started_workers

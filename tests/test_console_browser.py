@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.browser import CHROMIUM, launch_chromium
 from tests.conftest import AgentHarness
 from tests.http_api_support import TOKEN, live_api

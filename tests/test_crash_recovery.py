@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import WorkerCluster, attempts_of, counts, recorded
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types
 from tests.hitl_support import wait_for_pending
 

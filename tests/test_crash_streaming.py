@@ -24,11 +24,11 @@ from durable_agents.cli.live_text import model_calls_in_flight
 from durable_agents.contracts.events import AgentEvent, ModelCallRetrying
 from durable_agents.contracts.model_io import ModelReply
 from durable_agents.runtime.event_stream import read_events
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.workflows.model_gateway import MODEL_CALL_RESEND_PATCH
-from testkit import fake_openai as fake
 from testkit.crash_tools import WorkerCluster, attempts_of, crash_effect
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.conftest import activity_types
 from tests.replaying import assert_replays

@@ -40,11 +40,11 @@ from durable_agents.contracts.events import (
 )
 from durable_agents.contracts.session import SessionStatus, TurnResult
 from durable_agents.runtime.event_stream import follow_events, read_events
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.definition import ToolContext, tool
 from durable_agents.workflows.input_guard import STREAM_PUBLISH_SIGNAL
-from testkit import fake_openai as fake
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
 from tests.hitl_support import wait_for_pending

@@ -1,4 +1,5 @@
-"""Proves ``testkit.fake_openai`` speaks the wire format the *real* ``openai`` client expects.
+"""Proves ``durable_agents.testing.fake_openai`` speaks the wire format the *real* ``openai``
+client expects.
 
 Every test goes through ``openai.AsyncOpenAI`` over real HTTP, so the rest of the suite can
 trust that what the fake scripts is what the client (and thus our agent loop) sees.
@@ -16,8 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from testkit.eventually import eventually
-from testkit.fake_openai import (
+from durable_agents.testing.fake_openai import (
     STREAM_NOT_SUPPORTED,
     FakeOpenAIServer,
     call,
@@ -29,6 +29,7 @@ from testkit.fake_openai import (
     text,
     tool_calls,
 )
+from testkit.eventually import eventually
 
 USER_MSG: list[Any] = [{"role": "user", "content": "hi"}]
 

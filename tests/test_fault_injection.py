@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.errors import MODEL_CALL_FAILED
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 
 RUN_TIMEOUT = 30.0

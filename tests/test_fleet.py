@@ -23,12 +23,12 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.definition import ToolOptions
 from durable_agents.workflows.model_gateway import AFFINITY_FALLBACK
 from testkit.bench_model import bench_model
 from testkit.crash_tools import WorkerCluster, attempts_of
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from testkit.fleet_history import ModelCallRoute, model_call_routes
 from tests.hitl_support import wait_for_pending
 

@@ -22,8 +22,8 @@ from temporalio.contrib.workflow_streams import PublishEntry, PublishInput
 
 from durable_agents.contracts.events import EVENTS_TOPIC
 from durable_agents.runtime.event_stream import read_events
+from durable_agents.testing import fake_openai as fake
 from durable_agents.workflows.input_guard import STREAM_PUBLISH_SIGNAL
-from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending

@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from durable_agents.cli.main import run_cli
 from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind, is_loopback
 from durable_agents.servers.http_api.guards import token_matches
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import ORIGIN, TOKEN, LiveApi, collect, live_api

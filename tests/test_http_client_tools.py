@@ -17,7 +17,7 @@ import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, live_api

@@ -14,9 +14,9 @@ from temporalio.testing import WorkflowEnvironment
 import testkit.fixed_output  # noqa: F401  (registers fixed_output)
 from durable_agents.activities.kept_outputs import KEEP_MIN_CHARS, KeptOutputs
 from durable_agents.runtime.workers import WorkerTuning
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.bench_model import rounds_since_user
-from testkit.fake_openai import FakeOpenAIServer
 from testkit.fixed_output import fixed_text
 from testkit.history_copies import event_labels, full_copies
 from tests.conftest import AgentHarness, agent_harness

@@ -34,8 +34,8 @@ from durable_agents.contracts.session import TurnResult
 from durable_agents.loop.validation_errors import describe_validation_error
 from durable_agents.runtime.codec_server import CodecHTTPServer
 from durable_agents.runtime.payload_store import StoreSpec, payloads_in, reference_of
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import BIN, FAKE_MODEL, SECRET_API_KEY, started_workers
 from tests.session_support import send_with_start
 from tests.test_codec import parse_payloads, payloads_json, post

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from durable_agents.runtime.log_format import JsonFormatter
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 
 

@@ -24,8 +24,8 @@ from mcp_types import CallToolResult, TextContent
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
-from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 

@@ -27,10 +27,10 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.contracts.session import SessionResult
 from durable_agents.runtime.workers import build_workers
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.memory_store import MemoryStore
-from testkit import fake_openai as fake
 from testkit.crash_tools import ROOT, WorkerCluster, attempts_of, free_port, worker_env
-from testkit.fake_openai import FakeOpenAIServer
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL
 from tests.memory_support import (  # noqa: F401  (the *_fixture names register fixtures)

@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.activities.model_router import ModelRouter, split_provider
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, history_json, started_workers
 
 LOCAL_KEY = "sk-local-PROVIDER-KEY-never-in-history"

@@ -36,10 +36,10 @@ from durable_agents.runtime.payload_store import (
     payloads_in,
     store_spec,
 )
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
 
 BIG = "large document line, the same text over and over. " * 20_000  # about 1 MB

@@ -28,8 +28,8 @@ from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.runtime.models import chat_model_for
 from durable_agents.runtime.settings import AgentSettings
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types, local_activities, started_workers
 from tests.test_streaming_wire import KEY, PROMPT, TOOLS
 

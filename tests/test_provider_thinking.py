@@ -20,8 +20,8 @@ from durable_agents.activities.openai_model import OpenAIChatModel, message_to_w
 from durable_agents.activities.provider_fields import merge_piece
 from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.contracts.model_io import ModelRequest
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import AgentHarness
 from tests.test_streaming_wire import PROMPT, TOOLS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from durable_agents.runtime.workers import build_replayer
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.catalog import TEST_CATALOG
 from tests.conftest import AgentHarness
 

@@ -21,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.session import SessionStatus
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending

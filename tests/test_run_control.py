@@ -14,8 +14,8 @@ from temporalio.api.enums.v1 import EventType
 from durable_agents.cli.errors import CliError
 from durable_agents.contracts.session import SessionStatus
 from durable_agents.servers.run_control import Paused, RunControl, run_input
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import AgentProfiles
-from testkit import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.test_event_stream import PROGRESS_GATE, streamed  # noqa: F401 (the fixture)

@@ -31,9 +31,9 @@ from durable_agents.activities.model_router import ModelRouter
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.errors import MODEL_CALL_FAILED
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import WorkerCluster
-from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, AgentHarness, started_workers
 from tests.hitl_support import wait_for_pending
 

@@ -24,10 +24,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.runtime.dev_server import DevServer, is_listening
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 from tests.agent_test_tools import executions
 from tests.conftest import FAKE_MODEL, SECRET_API_KEY, started_workers
 from tests.hitl_support import wait_for_pending

@@ -15,7 +15,7 @@ from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.loop.approvals import open_request
 from durable_agents.loop.session_details import idle_details, send_command, turn_details
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
 

@@ -18,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import DECISION_REFUSED, HumanDecision
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness, ScriptedHarness
 from tests.session_support import echo_model, wait_status

@@ -25,7 +25,7 @@ from durable_agents.loop.memory import (
     turn_tokens,
 )
 from durable_agents.loop.tokens import estimate_messages_tokens
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
 

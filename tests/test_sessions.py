@@ -12,7 +12,7 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.contracts.session import MemoryTurn, SessionResult, SessionStatus, TurnResult
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start, wait_status
 

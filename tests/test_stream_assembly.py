@@ -17,7 +17,7 @@ from durable_agents.activities.streaming import StreamAssembler, StreamIncomplet
 from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.contracts.model_io import PROGRESS_TAIL_CHARS
 from durable_agents.contracts.usage import TokenUsage
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 
 PROMPT = [ChatMessage.system("Be brief."), ChatMessage.user("What is 6 times 7?")]
 REQUEST = {"model": "m-1", "stream": True, "stream_options": {"include_usage": True}}

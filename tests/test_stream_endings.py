@@ -20,7 +20,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 
 from durable_agents.contracts.events import TERMINAL_EVENT_TYPES
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending

@@ -22,7 +22,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
 
 from durable_agents.contracts.events import EVENTS_TOPIC
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, collect, live_api
 

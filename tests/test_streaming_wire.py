@@ -22,8 +22,8 @@ from durable_agents.contracts.model_io import ModelReply, ModelRequest, ToolSche
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.runtime.models import chat_model_for
 from durable_agents.runtime.settings import AgentSettings
-from testkit import fake_openai as fake
-from testkit.fake_openai import FakeOpenAIServer
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.test_stream_assembly import REPLIES
 
 KEY = "sk-stream-test-0123456789-secret"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import WorkerCluster
-from testkit.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types, local_activities
 
 MODULE = "examples.unit_tools"

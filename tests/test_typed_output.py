@@ -23,7 +23,7 @@ from durable_agents.loop.output import (
     parse_text,
     schema_problem,
 )
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
 from tests.catalog import TEST_CATALOG
 from tests.conftest import AgentHarness, ScriptedHarness
 from tests.scripted_model import call, tool_calls

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from testkit import fake_openai as fake
+from durable_agents.testing import fake_openai as fake
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import (
     WorkerCluster,
     WorkerProcess,
@@ -26,7 +27,6 @@ from testkit.crash_tools import (
     release,
 )
 from testkit.eventually import eventually
-from testkit.fake_openai import FakeOpenAIServer
 
 DRAIN_MARKER = "stopping: draining in-flight work"
 

@@ -32,9 +32,9 @@ from durable_agents.contracts.events import TERMINAL_EVENT_TYPES
 from durable_agents.loop.plan import PLANNER_PROMPT
 from durable_agents.runtime.event_stream import follow_events
 from durable_agents.runtime.search_attributes import ensure as ensure_search_attributes
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
 from durable_agents.tools.catalog import Catalog
-from testkit import fake_openai as fake
 from tests.catalog import TEST_CATALOG
 from tests.conftest import started_workers
 from tests.hitl_support import wait_for_pending
