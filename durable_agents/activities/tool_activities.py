@@ -88,6 +88,7 @@ def tool_activity(
     memory: MemoryStore | None = None,
     large_payloads: bool = False,
     keep: OutputKeeper | None = None,
+    deps: Any = None,
 ) -> Callable[[ToolInvocation], Any]:
     """Wrap `item` as an activity: validate arguments, run with heartbeats (none when it runs
     as a local activity), truncate output.
@@ -98,6 +99,7 @@ def tool_activity(
     checked against the raised limits (`contracts.payload_limits`), and the tool is told.
     `keep`: the worker keeps what the call returns for the run's next model call, so the
     output is recorded once (`activities.kept_outputs`).
+    `deps`: the application's dependencies, handed to the tool as `ctx.deps` (worker-side only).
 
     `ToolError`, invalid arguments and any other failure of the tool's own logic fail the
     activity as a non-retryable `ToolError`, so the message goes straight back to the model.
@@ -130,6 +132,7 @@ def tool_activity(
             memory=memory,
             reporter=progress.report,
             large_payloads=large_payloads,
+            deps=deps,
         )
         started = time.monotonic()
         try:
@@ -205,10 +208,11 @@ def tool_activities(
     memory: MemoryStore | None = None,
     large_payloads: bool = False,
     keep: OutputKeeper | None = None,
+    deps: Any = None,
 ) -> list[Callable[[ToolInvocation], Any]]:
     """One activity per tool in `tools` (question tools have none: a person answers them)."""
     return [
-        tool_activity(item, workspace, memory, large_payloads, keep)
+        tool_activity(item, workspace, memory, large_payloads, keep, deps)
         for item in tools
         if not item.asks_user
     ]

@@ -21,7 +21,8 @@ from datetime import timedelta
 
 from pydantic import SecretStr
 from temporalio.client import Client, Interceptor
-from temporalio.converter import ExternalStorage
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, ExternalStorage
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.service import TLSConfig
 
@@ -69,6 +70,26 @@ class TemporalConnection:
         ]
         where = f"{self.address or DEFAULT_ADDRESS}, namespace {self.namespace}"
         return where + (f" ({', '.join(extras)})" if extras else "")
+
+
+def with_pydantic_payloads(converter: DataConverter) -> DataConverter:
+    """`converter` with the pydantic payload converter (its codec and external storage kept):
+    the engine's inputs, results, signals and updates are pydantic models."""
+    if converter.payload_converter_class is PydanticPayloadConverter:
+        return converter
+    return dataclasses.replace(converter, payload_converter_class=PydanticPayloadConverter)
+
+
+def engine_client(client: Client) -> Client:
+    """`client`, or a client over the same connection whose data converter reads and writes
+    the engine's pydantic payloads (an application's own `Client.connect(...)` has the SDK's
+    default converter)."""
+    converter = with_pydantic_payloads(client.data_converter)
+    if converter is client.data_converter:
+        return client
+    config = client.config()
+    config["data_converter"] = converter
+    return Client(**config)
 
 
 def _safe_config_error(error: BaseException, settings: AgentSettings) -> str:

@@ -13,7 +13,7 @@ import os
 import socket
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -218,6 +218,125 @@ def build_replayer(catalog: Catalog = CATALOG, **options: Any) -> Replayer:
     )
 
 
+@dataclass(frozen=True)
+class EngineWorkers:
+    """What the engine's workers run, before any `Worker` exists: what `build_workers` makes
+    its workers of, and what `DurableAgentsPlugin` adds to an application's own `Worker`.
+
+    - `catalog`: what the runs may name, as the workflows will read it.
+    - `workflows` and `activities`: the main task queue's (the workflows, `call_model`, the
+      worker policy, code mode, session forwarding, MCP calls and every tool without a queue
+      of its own).
+    - `queues`: the other task queues this process polls and their activities (its own
+      cache-affinity queue, with `call_model` alone, and one per tool `task_queue`).
+    - `options`: the `Worker` keyword arguments every one of them takes.
+    """
+
+    catalog: Catalog
+    workflows: list[type]
+    activities: list[Callable[..., Any]]
+    queues: dict[str, list[Callable[..., Any]]]
+    options: dict[str, Any]
+
+
+def engine_workers(
+    client: Client,
+    *,
+    task_queue: str,
+    model: ChatModel,
+    catalog: Catalog,
+    workspace: Path,
+    drain_seconds: float = 0.0,
+    context_cache: ContextCache | None = None,
+    policy: WorkerPolicy | None = None,
+    mcp: McpServers | None = None,
+    memory: MemoryStore | None = None,
+    tuning: WorkerTuning | None = None,
+    deployment: WorkerDeploymentConfig | None = None,
+    large_payloads: bool | None = None,
+    deps: Any = None,
+) -> EngineWorkers:
+    """The engine's workflows and activities on `task_queue`, and the queues beside it (see
+    `build_workers` for the arguments; `deps` is handed to every tool as `ctx.deps`)."""
+    if large_payloads is None:
+        large_payloads = client.data_converter.external_storage is not None
+    catalog = catalog.with_large_payloads(large_payloads or catalog.large_payloads)
+    if catalog.command_server is None:  # the commands people paste reach this worker's server
+        catalog = catalog.with_command_server(
+            CommandServer(address=client.service_client.config.target_host,
+                          namespace=client.namespace)
+        )  # fmt: skip
+    tuning = tuning or WorkerTuning()
+    if deployment is not None and tuning.sandbox == "default":
+        raise ValueError(  # the sandbox's own copy of a workflow class would lack its behaviour
+            "a versioned worker (AGENT_DEPLOYMENT_NAME) needs sandbox passthrough or off"
+        )
+    declare_versioning(deployment is not None)
+    mcp_calls: list[Callable[..., Any]] = []
+    if mcp is not None:  # imported only then: the SDK takes half a second to import
+        from durable_agents.activities.mcp_activities import mcp_activities
+
+        mcp_calls = mcp_activities(mcp)
+    by_queue: dict[str, list[Tool]] = defaultdict(list)
+    for item in catalog.tools.all():
+        by_queue[item.options.task_queue or task_queue].append(item)
+    identity = worker_queue_name(task_queue)
+    own_queue = identity if tuning.affinity != "off" else None
+    models = ModelActivities(
+        model, cache=context_cache, worker_queue=own_queue, identity=identity,
+        affinity=tuning.affinity,
+    )  # fmt: skip
+
+    def tools_of(queue: str) -> list[Callable[..., Any]]:
+        items = by_queue.pop(queue, [])
+        return tool_activities(
+            items, workspace, memory, catalog.large_payloads, models.keep_output, deps
+        )
+
+    activities: list[Callable[..., Any]] = [
+        models.call_model,
+        worker_policy_activity(policy or WorkerPolicy()),
+        run_script_step,
+        forward_to_turn,
+        *mcp_calls,
+        *tools_of(task_queue),
+    ]
+    queues = {own_queue: [models.call_model]} if own_queue is not None else {}
+    queues.update({queue: tools_of(queue) for queue in list(by_queue)})
+    return EngineWorkers(
+        catalog=catalog,
+        workflows=[AgentWorkflow, SessionWorkflow],
+        activities=activities,
+        queues=queues,
+        options=engine_worker_options(catalog, tuning, drain_seconds, deployment),
+    )
+
+
+def engine_worker_options(
+    catalog: Catalog,
+    tuning: WorkerTuning,
+    drain_seconds: float,
+    deployment: WorkerDeploymentConfig | None,
+) -> dict[str, Any]:
+    """The `Worker` keyword arguments of every engine worker."""
+    # Activities heartbeat every second; sending each one (not the SDK's default of one per
+    # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
+    throttle = timedelta(seconds=1)
+    return {
+        "graceful_shutdown_timeout": timedelta(seconds=drain_seconds),
+        "max_heartbeat_throttle_interval": throttle,
+        "default_heartbeat_throttle_interval": throttle,
+        # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its
+        # runs move to another worker sooner.
+        "sticky_queue_schedule_to_start_timeout": timedelta(seconds=3),
+        # More payloads than a handler takes fail the run or are refused, never the task.
+        "interceptors": workflow_interceptors(catalog),
+        "deployment_config": deployment,
+        "patch_activation_callback": patch_activation(catalog),
+        **tuning.worker_options(),
+    }
+
+
 def build_workers(
     client: Client,
     *,
@@ -233,8 +352,9 @@ def build_workers(
     tuning: WorkerTuning | None = None,
     deployment: WorkerDeploymentConfig | None = None,
     large_payloads: bool | None = None,
+    deps: Any = None,
 ) -> list[Worker]:
-    """The workers to run: the main one first, then one per extra tool task queue.
+    """The workers to run: the main one first, then one per other task queue of the process.
 
     `catalog` is what the runs may name: each tool becomes an activity named after it, and
     the workflows these workers run read the same catalog (`workflows.worker_catalog`).
@@ -249,82 +369,26 @@ def build_workers(
     unversioned). `large_payloads`: an external payload store is on (runtime/payload_store),
     so the runs' size limits are the raised ones (`contracts.payload_limits`): the catalog
     the workflows read says so, and the tool activities know it. None: whether the client's
-    data converter stores payloads externally.
+    data converter stores payloads externally. `deps`: the application's dependencies, each
+    tool's `ctx.deps`.
     """
-    if large_payloads is None:
-        large_payloads = client.data_converter.external_storage is not None
-    catalog = catalog.with_large_payloads(large_payloads or catalog.large_payloads)
-    if catalog.command_server is None:  # the commands people paste reach this worker's server
-        catalog = catalog.with_command_server(
-            CommandServer(address=client.service_client.config.target_host,
-                          namespace=client.namespace)
-        )  # fmt: skip
-    # Activities heartbeat every second; sending each one (not the SDK's default of one per
-    # 0.8 x heartbeat timeout) lets a cancellation reach a running activity within a second.
-    throttle = timedelta(seconds=1)
-    tuning = tuning or WorkerTuning()
-    options = tuning.worker_options()
-    if deployment is not None and tuning.sandbox == "default":
-        raise ValueError(  # the sandbox's own copy of a workflow class would lack its behaviour
-            "a versioned worker (AGENT_DEPLOYMENT_NAME) needs sandbox passthrough or off"
-        )
-    declare_versioning(deployment is not None)
-
-    def worker(
-        queue: str, activities: Sequence[Callable[..., Any]], workflows: Sequence[type] = ()
-    ) -> Worker:
-        return Worker(
-            client,
-            task_queue=queue,
-            workflows=workflows,
-            activities=activities,
-            graceful_shutdown_timeout=timedelta(seconds=drain_seconds),
-            max_heartbeat_throttle_interval=throttle,
-            default_heartbeat_throttle_interval=throttle,
-            # A killed worker's sticky queue is given up on after 3 s (default 10 s), so its
-            # runs move to another worker sooner.
-            sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
-            # More payloads than a handler takes fail the run or are refused, never the task.
-            interceptors=workflow_interceptors(catalog),
-            deployment_config=deployment,
-            patch_activation_callback=patch_activation(catalog),
-            **options,
-        )
-
-    mcp_calls: list[Callable[..., Any]] = []
-    if mcp is not None:  # imported only then: the SDK takes half a second to import
-        from durable_agents.activities.mcp_activities import mcp_activities
-
-        mcp_calls = mcp_activities(mcp)
-    by_queue: dict[str, list[Tool]] = defaultdict(list)
-    for item in catalog.tools.all():
-        by_queue[item.options.task_queue or task_queue].append(item)
-    identity = worker_queue_name(task_queue)
-    affinity = tuning.affinity
-    own_queue = identity if affinity != "off" else None
-    models = ModelActivities(
-        model, cache=context_cache, worker_queue=own_queue, identity=identity, affinity=affinity
-    )
-    keep = models.keep_output
-    main = worker(
-        task_queue,
-        [
-            models.call_model,
-            worker_policy_activity(policy or WorkerPolicy()),
-            run_script_step,
-            forward_to_turn,
-            *mcp_calls,
-            *tool_activities(
-                by_queue.pop(task_queue, []), workspace, memory, catalog.large_payloads, keep
-            ),
-        ],
-        [AgentWorkflow, SessionWorkflow],
+    engine = engine_workers(
+        client, task_queue=task_queue, model=model, catalog=catalog, workspace=workspace,
+        drain_seconds=drain_seconds, context_cache=context_cache, policy=policy, mcp=mcp,
+        memory=memory, tuning=tuning, deployment=deployment, large_payloads=large_payloads,
+        deps=deps,
+    )  # fmt: skip
+    main = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=engine.workflows,
+        activities=engine.activities,
+        **engine.options,
     )
     return [
         main,
-        *([worker(own_queue, [models.call_model])] if own_queue is not None else []),
         *(
-            worker(queue, tool_activities(tools, workspace, memory, catalog.large_payloads, keep))
-            for queue, tools in by_queue.items()
+            Worker(client, task_queue=queue, activities=activities, **engine.options)
+            for queue, activities in engine.queues.items()
         ),
     ]

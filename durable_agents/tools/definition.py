@@ -35,11 +35,12 @@ When retries are used up the failure also becomes an observation (unless `on_err
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Unpack, get_type_hints
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
@@ -67,9 +68,17 @@ class StopRun:
     answer: str
 
 
-class ToolContext(BaseModel):
-    """Where a tool call runs: the worker's workspace folder, its memory store and the call's
-    identity."""
+DepsT = TypeVar("DepsT")
+
+
+class ToolContext(BaseModel, Generic[DepsT]):
+    """Where a tool call runs: the worker's workspace folder, its memory store, the call's
+    identity and the application's dependencies (`deps`).
+
+    Annotate a tool's context as `ToolContext[Deps]` to type `ctx.deps`: the object the worker
+    was given (`DurableAgentsPlugin(..., deps=Deps(...))`), such as a database pool, an HTTP
+    client or a tenant's settings. It lives in the worker process only: it never enters
+    workflow input, history or results."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
@@ -89,6 +98,8 @@ class ToolContext(BaseModel):
     large_payloads: bool = False
     """The worker stores large payloads outside history: the raised limits of
     `contracts.payload_limits` apply to what the tool returns."""
+    deps: DepsT = Field(default=None, repr=False, exclude=True)  # type: ignore[assignment]
+    """The worker's application dependencies (None when the worker was given none)."""
 
     def progress(self, message: str, fraction: float | None = None) -> None:
         """Report how far the call is: a heartbeat (its details show in the Web UI) and a
@@ -360,7 +371,7 @@ def make_tool(
     args_model = hints.get(params[0].name)
     if not (isinstance(args_model, type) and issubclass(args_model, BaseModel)):
         raise TypeError(f"tool {function.__name__!r}: first parameter must be a pydantic model")
-    if len(params) == 2 and hints.get(params[1].name) is not ToolContext:
+    if len(params) == 2 and not is_tool_context(hints.get(params[1].name)):
         raise TypeError(f"tool {function.__name__!r}: second parameter must be ToolContext")
     description = inspect.cleandoc(function.__doc__ or "").strip()
     if not description:
@@ -368,13 +379,31 @@ def make_tool(
     if options is not None and options.precheck is not None:
         _check_precheck_model(function.__name__, options.precheck, args_model)
     return Tool(
-        name=name or function.__name__,
+        name=check_tool_name(name or function.__name__),
         description=description,
         args_model=args_model,
         function=function,
         options=options or ToolOptions(),
         wants_context=len(params) == 2,
     )
+
+
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+"""What Chat Completions servers take as a function name (and a Temporal activity type)."""
+
+
+def check_tool_name(name: str) -> str:
+    """`name`, or a `ValueError` saying what a tool name may be."""
+    if not TOOL_NAME.match(name):
+        raise ValueError(
+            f"tool name {name!r} must be 1-64 letters, digits, _ or -, starting with a letter or _"
+        )
+    return name
+
+
+def is_tool_context(annotation: object) -> bool:
+    """`ToolContext`, or `ToolContext[Deps]` (pydantic makes the parametrised one a subclass)."""
+    return isinstance(annotation, type) and issubclass(annotation, ToolContext)
 
 
 async def _answered_by_a_person(args: BaseModel) -> Any:
