@@ -22,12 +22,15 @@ import os
 import shlex
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from durable_agents.activities.mcp_config import load_mcp_config
+from durable_agents.agent import Agent
 from durable_agents.contracts.command_server import CommandServer
 from durable_agents.contracts.policy import WorkerPolicy
+from durable_agents.plugin import with_agents
 from durable_agents.runtime import search_attributes
 from durable_agents.runtime.dev_server import DevServer, is_listening, temporal_cli
 from durable_agents.runtime.log_format import configure_logging
@@ -41,7 +44,7 @@ from durable_agents.runtime.temporal_client import (
 )
 from durable_agents.runtime.tracing import tracing_interceptors
 from durable_agents.runtime.workers import WorkerTuning, build_workers, deployment_config
-from durable_agents.tools.catalog import CATALOG, REGISTRY
+from durable_agents.tools.catalog import CATALOG
 from durable_agents.tools.memory_store import MemoryStore, open_memory_store
 
 if TYPE_CHECKING:
@@ -90,9 +93,15 @@ def reuse_message(address: str) -> str:
     )
 
 
-async def serve(settings: AgentSettings) -> None:
+async def serve(
+    settings: AgentSettings, agents: Sequence[Agent[Any]] = (), deps: Any = None
+) -> None:
+    """Run the workers until SIGINT or SIGTERM: the engine's catalog, the modules of
+    `AGENT_TOOL_MODULES`, and the application's `agents` (their tools get `deps` as
+    `ctx.deps`)."""
     for module in settings.tool_modules:  # they register their tools in REGISTRY on import
         importlib.import_module(module)
+    catalog = with_agents(CATALOG, agents)
     # A malformed MCP_CONFIG stops the worker here, naming the server and the field.
     mcp_config = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
     mcp: McpServers | None = None
@@ -184,7 +193,7 @@ async def serve(settings: AgentSettings) -> None:
             client,
             task_queue=settings.task_queue,
             model=model,
-            catalog=CATALOG.with_search_attributes(
+            catalog=catalog.with_search_attributes(
                 await search_attributes.ensure(client)
             ).with_command_server(command_server(settings, client.namespace)),
             workspace=settings.workspace.resolve(),
@@ -195,6 +204,7 @@ async def serve(settings: AgentSettings) -> None:
             tuning=WorkerTuning(cache_affinity=settings.cache_affinity),
             deployment=deployment_config(settings),
             large_payloads=store.on,
+            deps=deps,
         )
         if settings.deployment_name is not None:
             log.info(
@@ -225,7 +235,8 @@ async def serve(settings: AgentSettings) -> None:
                 stops_too = f" (not the server at {address}: this worker did not start it)."
             print(
                 f"\nWorker ready on task queue {settings.task_queue!r} at {address} "
-                f"with tools: {', '.join(REGISTRY.names())}\n"
+                f"with tools: {', '.join(catalog.tools.names())}\n"
+                f"{agents_line(agents)}"
                 f"{web_ui}"
                 f"Start an agent:\n  {start_command(settings, shown, cli)}\n"
                 f"Its result:\n  {cli} "
@@ -244,7 +255,16 @@ async def serve(settings: AgentSettings) -> None:
             server.stop()
 
 
-def main() -> None:
+def agents_line(agents: Sequence[Agent[Any]]) -> str:
+    """The banner's line naming the application's agents (none: no line)."""
+    if not agents:
+        return ""
+    return f"and agents: {', '.join(agent.name for agent in agents)}\n"
+
+
+def main(agents: Sequence[Agent[Any]] = (), deps: Any = None) -> None:
+    """The worker process: settings from the environment, then `serve` until a signal.
+    `agents` and `deps`: the application's own (see the top-level worker.py)."""
     try:
         settings = AgentSettings.from_env()
     except SettingsError as error:
@@ -253,7 +273,7 @@ def main() -> None:
         sys.exit(1)
     configure_logging(settings.log_level, settings.log_format)
     try:
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, agents, deps))
         code = 0
     except Exception as error:  # one clear line, not a traceback, for start-up problems
         log.error("worker stopped: %s", error)
