@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, Protocol, TypeVar, Unpack, overload
+from typing import Any, Generic, Protocol, Unpack, overload
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from durable_agents.activities.chat_model import ChatModel
 from durable_agents.contracts.agent_input import AgentInput
@@ -30,7 +31,7 @@ from durable_agents.contracts.agents import AgentProfile
 from durable_agents.tools.definition import Tool, ToolFunction, ToolOptions, ToolSettings
 from durable_agents.tools.signature import tool_from_signature
 
-DepsT = TypeVar("DepsT")
+DepsT = TypeVar("DepsT", default=None)
 F = TypeVar("F", bound=ToolFunction)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from pydantic import BaseModel
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -183,3 +184,47 @@ async def test_the_plugin_runs_on_an_applications_own_worker_beside_its_own_acti
     assert sorted(seen[0]) == ["calculator", "greet", "price"]
     names = [a.__name__ for a in worker.config(active_config=True)["activities"]]
     assert names[0] == "own_activity" and "price" in str(names)  # its own, then the engine's
+
+
+class Quote(BaseModel):
+    """A priced answer."""
+
+    item: str
+    total: float
+
+
+async def test_typed_output_sub_agents_and_plan_mode_are_reachable_from_an_agent() -> None:
+    pricer = Agent("pricer", instructions="Answer price questions.")  # no model: the parent's
+
+    @pricer.tool
+    async def unit_price(item: str) -> float:
+        """The unit price of an item."""
+        return {"shirt": 25.0}[item]
+
+    quoting = Agent(
+        "quoting",
+        instructions="Quote totals.",
+        output_type=Quote,
+        agents=["pricer"],  # it may hand work to the pricer agent, a child run
+    )
+    planner = Agent("planner", instructions="Plan, then act.", mode="plan_and_execute")
+    assert planner.input("x").mode == "plan_and_execute"
+
+    def decide(request: ModelCall) -> ReplyLike:
+        system = request.messages[0]["content"]
+        if system.startswith("Answer price questions"):  # the child run, as the pricer
+            if request.last_message.get("role") == "tool":
+                return text(f"{request.last_message['content']} dollars each")
+            return call("unit_price", item="shirt")
+        if request.last_message.get("role") == "tool":
+            return call("final_result", item="shirt", total=425.0)
+        return call("pricer", task="What does one shirt cost?")
+
+    async with AgentTestEnvironment.start([pricer, quoting]) as env:
+        with quoting.override(model=FunctionModel(decide)):
+            result = await env.client.execute_workflow(
+                "AgentWorkflow", quoting.input("17 shirts?"), id=f"q-{uuid.uuid4().hex[:6]}",
+                task_queue=env.task_queue, result_type=AgentResult,
+            )  # fmt: skip
+    assert Quote.model_validate(result.output) == Quote(item="shirt", total=425.0)
+    assert [(s.tool, s.observation) for s in result.steps[:1]] == [("pricer", "25.0 dollars each")]
