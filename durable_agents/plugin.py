@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio.client import ClientConfig
 from temporalio.plugin import SimplePlugin
@@ -32,6 +32,9 @@ from durable_agents.runtime.temporal_client import engine_client, with_pydantic_
 from durable_agents.runtime.workers import EngineWorkers, WorkerTuning, engine_workers
 from durable_agents.tools.catalog import CATALOG, Catalog
 from durable_agents.tools.memory_store import MemoryStore
+
+if TYPE_CHECKING:
+    from durable_agents.activities.mcp_servers import McpServers
 
 
 def with_agents(catalog: Catalog, agents: Sequence[Agent[Any]]) -> Catalog:
@@ -89,6 +92,8 @@ class DurableAgentsPlugin(SimplePlugin):
     - `workspace`: the folder the file tools are confined to (default: `AGENT_WORKSPACE`).
     - `memory`: the long-term memory store, opened and closed by the caller (None: the memory
       tools answer that memory is not set up).
+    - `mcp`: MCP servers whose tools runs may call (`activities.mcp_servers.McpServers`,
+      opened and closed by the caller, as for `build_workers`).
     - `tuning`, `policy`: as for `build_workers`.
     """
 
@@ -103,6 +108,7 @@ class DurableAgentsPlugin(SimplePlugin):
         memory: MemoryStore | None = None,
         tuning: WorkerTuning | None = None,
         policy: WorkerPolicy | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         super().__init__("durable_agents.DurableAgentsPlugin")
         self.agents = list(agents)
@@ -113,6 +119,7 @@ class DurableAgentsPlugin(SimplePlugin):
         self._memory = memory
         self._tuning = tuning
         self._policy = policy
+        self._mcp = mcp
         self._beside: dict[str, EngineWorkers] = {}
 
     def configure_client(self, config: ClientConfig) -> ClientConfig:
@@ -132,6 +139,7 @@ class DurableAgentsPlugin(SimplePlugin):
             memory=self._memory,
             tuning=self._tuning,
             policy=self._policy,
+            mcp=self._mcp,
             deps=self._deps,
         )
         self._beside[config["task_queue"]] = engine
