@@ -95,48 +95,9 @@ def _env(name: str, **kwargs: Any) -> Any:
 class AgentSettings(BaseSettings):
     """Everything the worker, the `agent` CLI and the codec server read from the environment.
 
-    | variable | meaning | default |
-    | --- | --- | --- |
-    | TEMPORAL_ADDRESS | server; unset: the profile's, else localhost:7233 or a dev server | unset |
-    | TEMPORAL_NAMESPACE | namespace | default |
-    | TEMPORAL_API_KEY | API key (Temporal Cloud); turns TLS on | unset |
-    | TEMPORAL_TLS | `true`/`false`: force TLS on or off | unset |
-    | TEMPORAL_PROFILE | profile of the config file to use | default |
-    | TEMPORAL_CONFIG_FILE | a `temporal.toml` (else the `temporal` CLI's own) | unset |
-    | TASK_QUEUE | task queue of workflows and activities | agents |
-    | OPENAI_API_KEY | key of an OpenAI-compatible server; unset: the offline demo model | unset |
-    | OPENAI_BASE_URL | endpoint, e.g. http://localhost:11434/v1 for Ollama | OpenAI |
-    | MODEL | default model name | gpt-4o-mini (demo-offline without a key) |
-    | MODEL_STREAMING | `false`: never stream replies from the model server | true |
-    | MODEL_TOOL_CALLING | `prompted`: tools in the prompt, calls read from the text | native |
-    | MODEL_PROVIDERS | JSON: providers runs name as `provider/model` (runtime/providers) | unset |
-    | MODEL_PROVIDERS_FILE | the same JSON in a file | unset |
-    | AGENT_WORKSPACE | folder the file tools are confined to | ./workspace |
-    | ALLOW_RUN_AUTO_APPROVE | a run's policy may auto-run tools that require approval | false |
-    | MCP_CONFIG | JSON file of MCP tool servers (Claude Desktop format; README) | unset |
-    | TEMPORAL_DEV_PORT / TEMPORAL_DEV_UI_PORT | ports of the embedded dev server | 7233 / 8233 |
-    | TEMPORAL_DEV_DB | the embedded dev server's SQLite file | .temporal/dev.db |
-    | AGENT_COMMAND_ADDRESS | the server address pasted commands name (`--address`) | the worker's |
-    | WORKER_DRAIN_SECONDS | on Ctrl-C/SIGTERM, time in-flight activities get to finish | 30 |
-    | AGENT_PAYLOAD_KEY | base64 AES-256 key: encrypt every payload (docs/encryption.md) | unset |
-    | AGENT_PAYLOAD_KEY_ID | name of that key, stored with each encrypted payload | default |
-    | AGENT_PAYLOAD_PREVIOUS_KEYS | `id=base64key,...`: older keys, for decoding only | unset |
-    | AGENT_CODEC_ENDPOINT | codec server the embedded dev server's Web UI uses to decode | unset |
-    | AGENT_CODEC_TOKEN | bearer token the codec server requires | unset |
-    | AGENT_TOOL_MODULES | comma-separated modules to import that register extra tools | unset |
-    | AGENT_CACHE_AFFINITY | model calls to the worker caching the run: `auto`/`on`/`off` | auto |
-    | AGENT_DEPLOYMENT_NAME / AGENT_BUILD_ID | join this Worker Deployment version (both) | unset |
-    | AGENT_PAYLOAD_STORE | `file:<dir>`, `s3://<bucket>`, `off`: big payloads out of history | * |
-
-    (*) The payload store: `file:.temporal/payloads` when no server is configured (a local dev
-    server), else off. Cache affinity `auto` decides from what the worker and its runs observe
-    (`loop.cache_affinity`); `on`/`true` and `off`/`false` override it.
-    docs/fleet.md: cache affinity, Worker Versioning, the payload store.
-    | MEMORY_DATABASE_URL | `postgresql://...`: long-term memory in PostgreSQL | unset |
-    | MEMORY_DATABASE_PATH | SQLite file of long-term memory (when no URL) | .data/memory.db |
-    | OTEL_ENABLED | `1`/`true`: OpenTelemetry tracing (`otel` extra) | off |
-    | OTEL_EXPORTER_OTLP_ENDPOINT | OTLP collector for the spans; unset: console | unset |
-    | LOG_LEVEL / LOG_FORMAT | logging level; `text` or `json` (one object per line) | INFO / text |
+    Each field is read from the environment variable named by its alias; its docstring says what
+    it does. The settings reference of the documentation site (docs/reference/settings.md) is
+    generated from these fields, so it always matches them.
     """
 
     model_config = SettingsConfigDict(
@@ -146,58 +107,112 @@ class AgentSettings(BaseSettings):
         case_sensitive=True,
         env_ignore_empty=True,
         hide_input_in_errors=True,
+        use_attribute_docstrings=True,
     )
 
     # -- reaching Temporal (resolved with temporalio.envconfig, see runtime/temporal_client.py)
     temporal_address: str | None = _env("TEMPORAL_ADDRESS", default=None)
+    """The Temporal server. Unset: the profile's address, else `localhost:7233` if a server
+    answers there, else an embedded dev server (the worker only)."""
     temporal_namespace: str | None = _env("TEMPORAL_NAMESPACE", default=None)
+    """The Temporal namespace. Unset: the profile's, else `default`."""
     temporal_api_key: SecretStr | None = _env("TEMPORAL_API_KEY", default=None)
+    """An API key (Temporal Cloud); it turns TLS on. Never logged or printed."""
     temporal_tls: bool | None = _env("TEMPORAL_TLS", default=None)
+    """`true`/`false`: force TLS on or off. The other `TEMPORAL_TLS_*` variables (client
+    certificate and key, CA, server name) pass through to `temporalio.envconfig` as the
+    `temporal` CLI reads them."""
     temporal_profile: str | None = _env("TEMPORAL_PROFILE", default=None)
+    """The profile of the `temporal.toml` to use (unset: `default`)."""
     temporal_config_file: Path | None = _env("TEMPORAL_CONFIG_FILE", default=None)
+    """A `temporal.toml` to read profiles from; unset: the `temporal` CLI's own file."""
     task_queue: str = _env("TASK_QUEUE", default=DEFAULT_TASK_QUEUE, min_length=1)
+    """The task queue of the workflows and activities."""
     # -- the model
     openai_api_key: SecretStr | None = _env("OPENAI_API_KEY", default=None)
+    """The key of the OpenAI-compatible model server. Unset: the built-in offline demo model."""
     openai_base_url: str | None = _env("OPENAI_BASE_URL", default=None)
+    """The model server's endpoint, e.g. `http://localhost:11434/v1` for Ollama. Unset:
+    OpenAI."""
     model: str | None = _env("MODEL", default=None)
+    """The default model name. Unset: `gpt-4o-mini` (`demo-offline` without a key)."""
     model_streaming: bool = _env("MODEL_STREAMING", default=True)
+    """`false`: never stream replies from the model server (the live tokens of `agent run` and
+    the event stream then come whole)."""
     model_tool_calling: Literal["native", "prompted"] = _env("MODEL_TOOL_CALLING", default="native")
+    """`prompted`: describe the tools in the prompt and read the calls from the reply's text,
+    for a server without native tool calling."""
     model_providers: SecretStr | None = _env("MODEL_PROVIDERS", default=None)
+    """JSON: the providers runs name as `provider/model`, each with its endpoint and key
+    (`runtime/providers.py`)."""
     model_providers_file: Path | None = _env("MODEL_PROVIDERS_FILE", default=None)
+    """The same JSON as `MODEL_PROVIDERS`, in a file."""
     # -- the worker
     workspace: Path = _env("AGENT_WORKSPACE", default=Path("workspace"))
+    """The folder the file tools (`read_file`, `write_file`) are confined to."""
     dev_server_port: int = _env("TEMPORAL_DEV_PORT", default=7233, gt=0, lt=65536)
+    """The port of the embedded dev server the worker starts when no server is configured."""
     dev_server_ui_port: int = _env("TEMPORAL_DEV_UI_PORT", default=8233, gt=0, lt=65536)
+    """The Web UI port of the embedded dev server."""
     dev_server_db: Path = _env("TEMPORAL_DEV_DB", default=Path(".temporal/dev.db"))
+    """The embedded dev server's SQLite file (runs survive restarts)."""
     command_address: str | None = _env("AGENT_COMMAND_ADDRESS", default=None, min_length=1)
     """The address the commands runs hand out to be pasted name, where people reach the server
     another way than the worker does (compose: the worker's `temporal:7233` is the host's
     `localhost:7233`); unset: the worker's own (`loop.pasted_commands`)."""
     drain_seconds: float = _env("WORKER_DRAIN_SECONDS", default=30.0, ge=0)
+    """On Ctrl-C or SIGTERM, the time in-flight activities get to finish before the worker
+    stops."""
     tool_modules: Annotated[list[str], NoDecode] = _env("AGENT_TOOL_MODULES", default=[])
+    """Comma-separated modules the worker imports before it polls; each registers more tools
+    (`examples/unit_tools.py`)."""
     # -- long-term memory (tools/memory_store): PostgreSQL when the URL is set, else SQLite
     memory_database_url: SecretStr | None = _env("MEMORY_DATABASE_URL", default=None)
+    """`postgresql://...`: keep long-term memory in PostgreSQL (workers on several machines).
+    Unset: SQLite."""
     memory_database_path: Path = _env("MEMORY_DATABASE_PATH", default=Path(".data/memory.db"))
+    """The SQLite file of long-term memory, when no `MEMORY_DATABASE_URL` is set."""
     allow_run_auto_approve: bool = _env("ALLOW_RUN_AUTO_APPROVE", default=False)
+    """Lets a run's approval policy `auto`-run a tool whose definition requires approval."""
     mcp_config: Path | None = _env("MCP_CONFIG", default=None)
+    """A JSON file of MCP tool servers, in the format Claude Desktop and Cursor use."""
     cache_affinity: CacheAffinity = _env("AGENT_CACHE_AFFINITY", default="auto")
-    """`WorkerTuning.cache_affinity`; `true`/`false` (and 1/0, yes/no) read as on/off."""
+    """Send a run's model calls to the worker that caches its conversation: `auto` decides from
+    what the worker and its runs observe (`loop.cache_affinity`); `on`/`off` (also `true`/`false`,
+    1/0, yes/no) override it (docs/fleet.md). `WorkerTuning.cache_affinity`."""
     # -- Worker Versioning (docs/fleet.md): both set, or neither
     deployment_name: str | None = _env("AGENT_DEPLOYMENT_NAME", default=None)
+    """Join this Worker Deployment (with `AGENT_BUILD_ID`; both or neither): runs are pinned,
+    sessions auto-upgrade."""
     build_id: str | None = _env("AGENT_BUILD_ID", default=None)
+    """The build id of this worker's Worker Deployment version (with `AGENT_DEPLOYMENT_NAME`)."""
     # -- external payload storage (runtime/payload_store.py); None: the default for the server
     payload_store: str | None = _env("AGENT_PAYLOAD_STORE", default=None)
+    """`file:<folder>`, `s3://<bucket>` or `off`: payloads of 256 KiB or more are stored
+    outside history, which keeps a reference. Unset: `file:.temporal/payloads` when no server
+    is configured (a local dev server), else off. Every worker, `agent` command and codec
+    server needs the same value."""
     # -- payload encryption and the codec server
     payload_key: SecretStr | None = _env(PAYLOAD_KEY_ENV, default=None)
+    """A base64 AES-256 key: encrypt every payload before it reaches the server (`python -m
+    durable_agents.runtime.codec` prints one)."""
     payload_key_id: str = _env(PAYLOAD_KEY_ID_ENV, default=DEFAULT_KEY_ID, min_length=1)
+    """The name of that key, stored with each encrypted payload (rotation)."""
     payload_previous_keys: SecretStr | None = _env(PREVIOUS_KEYS_ENV, default=None)
+    """`id=base64key,...`: older keys, for decoding only."""
     codec_endpoint: str | None = _env("AGENT_CODEC_ENDPOINT", default=None)
+    """The codec server the embedded dev server's Web UI decodes payloads with."""
     codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
+    """The bearer token the codec server requires."""
     # -- observability
     otel_enabled: bool = _env("OTEL_ENABLED", default=False)
+    """`1`/`true`: OpenTelemetry spans for workflows and activities (the `otel` extra)."""
     otel_exporter_otlp_endpoint: str | None = _env("OTEL_EXPORTER_OTLP_ENDPOINT", default=None)
+    """The OTLP collector for the spans. Unset: the console."""
     log_level: str = _env("LOG_LEVEL", default="INFO")
+    """The logging level, `DEBUG` to `CRITICAL`."""
     log_format: Literal["text", "json"] = _env("LOG_FORMAT", default="text")
+    """`text`, or `json` (one object per line)."""
 
     _temporal_env: dict[str, str] = PrivateAttr(default_factory=dict)
     _providers: dict[str, ProviderSettings] = PrivateAttr(default_factory=dict)
