@@ -55,3 +55,18 @@ def test_the_build_warns_of_nothing_and_ships_the_console(tmp_path: Path) -> Non
     # One top-level import package (issue 33): the application's worker.py, workflows/ and
     # activities/ stay in the repository.
     assert {p.name for p in built.iterdir()} == {PACKAGE}
+
+
+def test_the_package_imports_its_public_names_only_on_use() -> None:
+    """The workflow sandbox imports `durable_agents/__init__.py` with every workflow module;
+    the worker's and client's modules (httpx, the openai client) must not come with it, or a
+    plain `Replayer` fails with RestrictedWorkflowAccessError."""
+    code = (
+        "import sys, durable_agents.workflows.agent_workflow, durable_agents as d\n"
+        "assert 'durable_agents.plugin' not in sys.modules, 'plugin'\n"
+        "assert 'durable_agents.runtime.workers' not in sys.modules, 'workers'\n"
+        "assert d.DurableAgentsPlugin.__name__ == 'DurableAgentsPlugin'\n"
+        "assert 'durable_agents.plugin' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
