@@ -15,15 +15,21 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # Dependencies first, in their own layer, so that editing the source doesn't reinstall them.
-# (The list is read from pyproject.toml; tomllib is in the 3.11 standard library.)
+# (The list is read from pyproject.toml; tomllib is in the 3.11 standard library.) The core,
+# plus the extras a worker of docker-compose.yml uses: local (the `temporal` CLI inside the
+# container), crypto (the codec-server service runs this image), postgres (MEMORY_DATABASE_URL),
+# s3 (AGENT_PAYLOAD_STORE=s3://...), and every run feature: code (code mode), mcp (MCP_CONFIG),
+# otel (OTEL_ENABLED). Not the servers of `agent serve`/`mcp`/`a2a`, nor evals and plots.
+ARG WORKER_EXTRAS=local,crypto,postgres,s3,code,mcp,otel
 COPY pyproject.toml ./
-RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep=chr(10))" \
+RUN python -c "import sys, tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; print(*p['dependencies'], *(r for e in sys.argv[1].split(',') for r in p['optional-dependencies'][e]), sep=chr(10))" "$WORKER_EXTRAS" \
         > /tmp/requirements.txt \
     && pip install -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
-# The project itself: packages contracts, loop, tools, workflows, activities, runtime and the
-# module worker (see .dockerignore for what is left out).
+# The project itself: the durable_agents package, and this repository's application that
+# `python worker.py` runs from /app (worker.py, workflows/, activities/, and examples/ for the
+# demo weather service); see .dockerignore for what is left out.
 COPY . .
 RUN pip install --no-deps . \
     && rm -rf build ./*.egg-info

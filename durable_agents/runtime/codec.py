@@ -30,6 +30,8 @@ from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage, PayloadCodec
 
+from durable_agents.runtime.extras import require
+
 # The keys' format lives in runtime.payload_keys (runtime.settings validates the variables with
 # it); the names are re-exported here, where users of the codec look for them.
 from durable_agents.runtime.payload_keys import DEFAULT_KEY_ID as DEFAULT_KEY_ID
@@ -57,13 +59,9 @@ class PayloadDecryptionError(ValueError):
 
 
 def _aesgcm(key: bytes) -> AESGCM:
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError as error:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "payload encryption needs the 'cryptography' package: "
-            "pip install 'durable-agents[crypto]'"
-        ) from error
+    require("crypto", f"{PAYLOAD_KEY_ENV} (payload encryption)")
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     return AESGCM(key)
 
 

@@ -1,7 +1,8 @@
 """A Temporal codec server: lets the Web UI and the `temporal` CLI show encrypted payloads,
 and payloads stored outside history (`AGENT_PAYLOAD_STORE`, runtime/payload_store.py).
 
-    python -m runtime.codec_server --port 8081 [--origin http://localhost:8233] [--host 127.0.0.1]
+    python -m durable_agents.runtime.codec_server --port 8081
+        [--origin http://localhost:8233] [--host 127.0.0.1]
 
 It speaks the remote codec protocol: `POST <endpoint>/decode` and `POST <endpoint>/encode` with
 the JSON form of `temporal.api.common.v1.Payloads`, i.e.
@@ -16,7 +17,8 @@ AGENT_CODEC_TOKEN: when set, every /encode and /decode request must carry
 `Authorization: Bearer <token>` (`temporal ... --codec-auth "Bearer <token>"`), else it gets
 401; AGENT_PAYLOAD_STORE (with a store and no key it only fetches); LOG_LEVEL and LOG_FORMAT.
 
-Served by aiohttp (the `crypto` extra); it binds to 127.0.0.1 unless told otherwise.
+Served by aiohttp (the `crypto` extra: without it, the server says so in one line); it binds to
+127.0.0.1 unless told otherwise.
 """
 
 from __future__ import annotations
@@ -33,12 +35,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 
-from aiohttp import web
 from google.protobuf import json_format
 from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.converter import ExternalStorage
 
 from durable_agents.runtime.codec import EncryptionCodec, PayloadDecryptionError, codec_for
+from durable_agents.runtime.extras import MissingExtra, require
 from durable_agents.runtime.log_format import configure_logging
 from durable_agents.runtime.payload_store import (
     OFF,
@@ -49,6 +51,14 @@ from durable_agents.runtime.payload_store import (
 )
 from durable_agents.runtime.settings import AgentSettings, SettingsError
 from durable_agents.runtime.temporal_client import payload_store_of
+
+try:
+    require("crypto", "the codec server")  # aiohttp serves it
+except MissingExtra as missing:
+    if __name__ == "__main__":  # `python -m durable_agents.runtime.codec_server`: one line
+        sys.exit(f"codec server not started: {missing}")
+    raise
+from aiohttp import web  # after the check above
 
 log = logging.getLogger("codec_server")
 
@@ -339,7 +349,7 @@ def _configure_logging(settings: AgentSettings | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m runtime.codec_server",
+        prog="python -m durable_agents.runtime.codec_server",
         description="Temporal codec server for the Web UI and the temporal CLI "
         "(key from AGENT_PAYLOAD_KEY, optional token from AGENT_CODEC_TOKEN).",
     )

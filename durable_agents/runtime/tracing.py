@@ -1,8 +1,8 @@
 """Optional OpenTelemetry tracing (off by default): spans for starting and running workflows
 and activities, through `temporalio.contrib.opentelemetry`.
 
-Enable with `OTEL_ENABLED=1` (needs the `otel` extra: `pip install -e '.[otel]'`). Spans go to
-an OTLP collector when `opentelemetry-exporter-otlp` is installed and
+Enable with `OTEL_ENABLED=1` (needs the `otel` extra: `pip install 'durable-agents[otel]'`).
+Spans go to an OTLP collector when `opentelemetry-exporter-otlp` is installed and
 `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else to the console.
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from temporalio.client import Interceptor
 
+from durable_agents.runtime.extras import require
 from durable_agents.runtime.settings import AgentSettings
 
 SERVICE_NAME = "durable-agents"
@@ -33,6 +34,7 @@ def tracing_interceptors(
     settings = _settings(source)
     if not settings.otel_enabled:
         return []
+    require("otel", "OTEL_ENABLED (OpenTelemetry tracing)")
     from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider

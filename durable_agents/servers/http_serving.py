@@ -13,16 +13,12 @@ import argparse
 import errno
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from durable_agents.cli.errors import CliError
-from durable_agents.servers.request_guards import (
-    BodyLimit,
-    GuardSettings,
-    NestingLimit,
-    RequestGuard,
-    allowed_host_names,
-)
+
+if TYPE_CHECKING:
+    from durable_agents.servers.request_guards import RequestGuard
 
 HOST = "127.0.0.1"
 SHUTDOWN_GRACE_SECONDS = 5
@@ -61,7 +57,16 @@ def add_guard_options(parser: argparse.ArgumentParser) -> None:
 
 def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
     """`app` behind the browser guard, with the command line's host names and origins, and
-    the body limits (size, then JSON nesting)."""
+    the body limits (size, then JSON nesting). Imported here: the guards are Starlette's, which
+    only the commands that serve install (their extras)."""
+    from durable_agents.servers.request_guards import (
+        BodyLimit,
+        GuardSettings,
+        NestingLimit,
+        RequestGuard,
+        allowed_host_names,
+    )
+
     settings = GuardSettings(
         allowed_host_names(HOST, args.allowed_host), frozenset(args.allowed_origin)
     )

@@ -25,6 +25,7 @@ from durable_agents.cli.evaluation import report
 from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
 from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
 from durable_agents.cli.evaluation.suite import SuiteError, load_suite
+from durable_agents.runtime.extras import require
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -126,6 +127,7 @@ def _now() -> str:
 
 async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
     """`agent eval`: run the suite, print the table, write results.json and the chart."""
+    require("evals", "agent eval")
     try:
         suite = load_suite(args.suite)
         scenarios = suite.select(args.scenario, args.tag)

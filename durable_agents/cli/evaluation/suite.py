@@ -34,7 +34,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from durable_agents.contracts.agent_input import AgentInput
@@ -374,7 +373,11 @@ def parse_suite(raw: Any, path: str = "suite") -> Suite:
 
 
 def load_suite(path: str | Path) -> Suite:
-    """Read and check a suite file; `SuiteError` says what is wrong and where."""
+    """Read and check a suite file; `SuiteError` says what is wrong and where. (PyYAML is the
+    `evals` extra, imported here so that the `agent` CLI starts without it: `agent eval`
+    requires the extra first.)"""
+    import yaml
+
     name = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")

@@ -7,6 +7,7 @@ import argparse
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK
+from durable_agents.runtime.extras import require
 from durable_agents.servers import http_serving
 
 DEFAULT_PORT = 8766
@@ -20,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def a2a(args: argparse.Namespace, ctx: Context) -> int:
     """Serve until Ctrl-C."""
+    require("a2a", "agent a2a")
     from durable_agents.servers.a2a_gateway.app import build_app  # the SDK only for this command
     from durable_agents.servers.run_control import connect_control
 

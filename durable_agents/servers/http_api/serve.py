@@ -12,6 +12,7 @@ import argparse
 import sys
 from typing import Any
 
+from durable_agents.runtime.extras import require
 from durable_agents.runtime.settings import AgentSettings
 from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
 
@@ -77,6 +78,7 @@ def default_web_ui(address: str, settings: AgentSettings) -> str | None:
 
 async def serve(args: argparse.Namespace, ctx: Any) -> int:
     """Run the server until it is stopped (see the module docstring)."""
+    require("server", "agent serve")
     import uvicorn
 
     from durable_agents.cli.connection import connect

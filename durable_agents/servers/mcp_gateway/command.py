@@ -9,6 +9,7 @@ import argparse
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK
+from durable_agents.runtime.extras import require
 from durable_agents.servers import http_serving
 
 DEFAULT_PORT = 8765
@@ -28,6 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def mcp(args: argparse.Namespace, ctx: Context) -> int:
     """Serve until the client goes away (stdio) or Ctrl-C (HTTP)."""
+    require("mcp", "agent mcp")
     from mcp.server.transport_security import TransportSecuritySettings
 
     from durable_agents.servers.mcp_gateway.server import (

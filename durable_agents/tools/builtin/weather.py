@@ -4,8 +4,9 @@ A demo of a tool whose service fails and recovers (seed 003's evaluation case): 
 (5xx) or a rate limit (429) is a `TransientToolError`, retried with backoff by Temporal (the same
 call, the same idempotency key); a city the service does not know is a `ToolError` the model
 reads at once. The service is `WEATHER_URL` on the worker (`GET <url>/now?city=...` answering
-JSON); without it, a local demo service with made-up weather that fails the first request of each
-call on purpose (`tools.builtin.weather_service`).
+JSON); without it the tool answers an error naming the variable. This repository's worker starts
+a demo service with made-up weather that fails the first request of each call on purpose
+(`examples/weather_service.py`, not part of the installed package).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from datetime import timedelta
 import httpx
 from pydantic import BaseModel, Field
 
-from durable_agents.tools.builtin.weather_service import demo_weather_url
 from durable_agents.tools.definition import ToolContext, ToolError, TransientToolError, tool
 
 
@@ -34,8 +34,10 @@ def describe(report: dict[str, object]) -> str:
 
 @tool(start_to_close_timeout=timedelta(seconds=10))
 async def weather(args: WeatherArgs, ctx: ToolContext) -> str:
-    """Current weather for a city (made-up demo data unless the worker sets WEATHER_URL)."""
-    base = os.environ.get("WEATHER_URL") or demo_weather_url()
+    """Current weather for a city, from the worker's weather service (WEATHER_URL)."""
+    base = os.environ.get("WEATHER_URL")
+    if not base:
+        raise ToolError("no weather service: the worker has no WEATHER_URL")
     async with httpx.AsyncClient(timeout=5.0) as http:
         response = await http.get(
             f"{base.rstrip('/')}/now",

@@ -38,6 +38,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from durable_agents.runtime.extras import require
+
 __all__ = [
     "MAX_QUERY_WORDS",
     "Memory",
@@ -147,6 +149,7 @@ async def open_memory_store(*, url: str | None, path: Path) -> MemoryStore:
     migrated. Raises `MemoryStoreError` / `MemoryStoreUnavailable` with a clear message."""
     store: MemoryStore
     if url:
+        require("postgres", "MEMORY_DATABASE_URL (a PostgreSQL memory)")
         from durable_agents.tools.memory_store.postgres import PostgresMemoryStore
 
         store = await PostgresMemoryStore.connect(url)

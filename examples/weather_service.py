@@ -1,5 +1,7 @@
-"""The demo weather service behind the `weather` tool when the worker has no `WEATHER_URL`: a
-small HTTP server on 127.0.0.1, started in the worker's process on the tool's first call.
+"""A demo weather service for the `weather` tool (`WEATHER_URL`): a small HTTP server on
+127.0.0.1 in the worker's process. This repository's worker (`worker.py`, `make run`) starts it
+when `WEATHER_URL` is not set (`serve_demo_weather`); the tests start their own. A demo, so it
+is not part of the installed package (issue 33).
 
 It makes up the weather (the same for a city every time) and is flaky on purpose, the way seed
 003's evaluation case wants a service to be: the first request of each call (told apart by the
@@ -15,6 +17,7 @@ a server error and recovers from it (`evals/seed_cases.yaml`, scenario `service_
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -109,14 +112,9 @@ class DemoWeatherService:
         return Handler
 
 
-_service: DemoWeatherService | None = None
-_starting = threading.Lock()
-
-
-def demo_weather_url() -> str:
-    """The base URL of this process's demo service, started on first use."""
-    global _service
-    with _starting:
-        if _service is None:
-            _service = DemoWeatherService().start()
-        return _service.base_url
+def serve_demo_weather() -> str:
+    """`WEATHER_URL` for this process's `weather` tool: the one set, else the URL of a demo
+    service started here (it runs until the process ends)."""
+    if not os.environ.get("WEATHER_URL"):
+        os.environ["WEATHER_URL"] = DemoWeatherService().start().base_url
+    return os.environ["WEATHER_URL"]
