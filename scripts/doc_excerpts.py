@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+"""Every Markdown file of the README and the site (docs/, its sections' folders included)."""
 MARKER = re.compile(r"^<!-- generated: ([\w.-]+) -->$")
 DEFAULT_PORT, DEFAULT_UI_PORT, DEFAULT_API_PORT = 7233, 8233, 8000
 API_TOKEN = "docs-example-token-not-a-secret"
@@ -297,6 +298,33 @@ for _name, _command in [
     ("agent-run-failed", "agent run x --tool nope --id failed-1"),
 ]:
     command_recipe(_name, _command)
+
+
+APPROVAL_INPUT = '{"prompt": "Write hello world to notes.txt"}'
+APPROVE = '{"call_id": "demo_call_1", "by": "alice"}'
+
+
+@recipe("temporal-approval")
+async def temporal_approval(here: Stage) -> str:
+    """The README's first approval with the Temporal CLI: start a run whose `write_file` waits,
+    read what waits (a reader looks again until it does), approve it, read the result."""
+    started = await here.sh(
+        "temporal workflow start --type AgentWorkflow --task-queue agents "
+        f"--workflow-id approve-1 --input {shlex.quote(APPROVAL_INPUT)}"
+    )
+    for _ in range(100):
+        pending = await here.sh(
+            "temporal workflow query --workflow-id approve-1 --type pending_approvals"
+        )
+        if '"call_id"' in pending:
+            break
+        await asyncio.sleep(0.2)
+    approved = await here.sh(
+        "temporal workflow signal --workflow-id approve-1 --name approve "
+        f"--input {shlex.quote(APPROVE)}"
+    )
+    result = await here.sh("temporal workflow result --workflow-id approve-1")
+    return "\n\n".join([started, pending, approved, result])
 
 
 @recipe("agent-run-no-wait")
