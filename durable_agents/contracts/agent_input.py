@@ -67,7 +67,12 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, min_length=1, max_length=100_000)
+    system_prompt: str = Field(
+        default=DEFAULT_SYSTEM_PROMPT,
+        min_length=1,
+        max_length=100_000,
+        description="The system message every model call starts with.",
+    )
     model: str | None = Field(
         default=None, min_length=1, description="Model name; default: the worker's MODEL."
     )
