@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.runtime import search_attributes
 from durable_agents.runtime.dev_server import temporal_cli
-from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
+from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_MARKER
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, started_workers
@@ -47,17 +47,16 @@ async def test_every_committed_history_replays_with_agent_replay() -> None:
 
 
 async def test_a_history_that_no_longer_replays_is_named(tmp_path: Path) -> None:
-    """The calculator call of `simple.json` made into a weather call: the code schedules
-    `calculator`, the history says `weather`."""
+    """The first model call of `simple.json` made into a weather call: the code schedules
+    `call_model`, the history says `weather`."""
     history = json.loads((HISTORIES / "simple.json").read_text())
     scheduled = [
         e["activityTaskScheduledEventAttributes"]["activityType"]
         for e in history["events"]
         if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
     ]
-    calculator = [t for t in scheduled if t["name"] == "calculator"]
-    assert len(calculator) == 1
-    calculator[0]["name"] = "weather"
+    assert [t["name"] for t in scheduled] == ["call_model", "call_model"]
+    scheduled[0]["name"] = "weather"
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(history))
     done = await agent_cli()("replay", str(HISTORIES / "session.json"), str(broken), timeout=60)
@@ -98,7 +97,7 @@ async def test_a_downloaded_run_replays_by_file_id_and_query(
     out, err = await shown.communicate()
     assert shown.returncode == 0, err.decode()
     shown_markers = markers(WorkflowHistory.from_json(workflow_id, out.decode()))
-    assert any(SEARCH_ATTRIBUTES_PATCH in m for m in shown_markers), shown_markers
+    assert any(SEARCH_ATTRIBUTES_MARKER in m for m in shown_markers), shown_markers
     path = tmp_path / f"{workflow_id}.json"
     path.write_bytes(out)
     cli = agent_cli(temporal_env)

@@ -8,7 +8,6 @@ tool is a twin of a regular one (`tests.agent_test_tools.local_twin`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -26,7 +25,7 @@ from durable_agents.contracts.errors import TOOL_ERROR, TOOL_FAILED_RUN
 from durable_agents.tools.catalog import REGISTRY
 from durable_agents.tools.definition import ToolOptions, tool
 from durable_agents.workflows.callees.activity import tool_failure
-from durable_agents.workflows.callees.local_tool import LOCAL_TOOLS_PATCH, local_activity_error
+from durable_agents.workflows.callees.local_tool import local_activity_error
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.agent_test_tools import executions
@@ -138,15 +137,10 @@ async def test_local_calls_are_markers_with_their_summaries(
         ("local_echo", '{"text": "b"}'),
     ]
     assert recorded[2:] == [("local_echo", '{"text": "c"}')]
-    # One patch marker (`local-tools`, asked once per run), then one marker per call.
-    assert await markers(handle) == ["core_patch", *["core_local_activity"] * 3]
-    history = await handle.fetch_history()
-    patch = next(e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED)
-    data = patch.marker_recorded_event_attributes.details["patch-data"].payloads[0].data
-    assert json.loads(data)["id"] == LOCAL_TOOLS_PATCH
+    assert await markers(handle) == ["core_local_activity"] * 3  # one marker per call
 
 
-async def test_a_run_without_local_tools_takes_no_patch(scripted_agent: ScriptedHarness) -> None:
+async def test_a_run_without_local_tools_records_no_marker(scripted_agent: ScriptedHarness) -> None:
     scripted_agent.model.enqueue(sm.tool_calls(sm.call("echo", {"text": "hi"})), sm.text("hi"))
     _, handle = await scripted_agent.run({"prompt": "x", "tools": ["echo"]})
     assert await markers(handle) == []

@@ -33,8 +33,8 @@ from durable_agents.runtime import search_attributes
 from durable_agents.runtime.workers import build_replayer
 from durable_agents.tools.catalog import Catalog
 from durable_agents.workflows.agent_workflow import AgentWorkflow
-from durable_agents.workflows.refusals import LARGE_PAYLOADS_PATCH
-from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
+from durable_agents.workflows.refusals import LARGE_PAYLOADS_MARKER
+from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_MARKER
 from durable_agents.workflows.session_workflow import SessionWorkflow
 from testkit.eventually import eventually
 from tests import scripted_model as sm
@@ -77,7 +77,7 @@ async def replay_failure(history: WorkflowHistory, replayer: Replayer) -> str | 
 
 def test_there_are_committed_histories_to_replay() -> None:
     names = {p.relative_to(HISTORIES).as_posix() for p in COMMITTED}
-    assert {"simple.json", "session.json", "before_hardening/lax_input.json"} <= names
+    assert {"simple.json", "session.json", "search_attributes.json"} <= names
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ async def test_a_run_kept_with_search_attributes_replays_without_them(
         handle = await run_once(client, queue, "6*7?", tools=["calculator"])
     history = await handle.fetch_history()
     assert EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES in kinds(history)
-    assert any(SEARCH_ATTRIBUTES_PATCH in m for m in markers(history))
+    assert any(SEARCH_ATTRIBUTES_MARKER in m for m in markers(history))
     assert await replay_failure(history, plain_replayer()) is None
     assert await replay_failure(history, build_replayer(TEST_CATALOG)) is None
     assert await replay_failure(history, build_replayer(FLIPPED)) is None
@@ -227,7 +227,7 @@ async def test_a_hundred_turn_run_replays_on_a_plain_replayer(
         and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     )
     assert calls == TURNS
-    assert all(any(SEARCH_ATTRIBUTES_PATCH in m for m in markers(h)) for h in histories)
+    assert all(any(SEARCH_ATTRIBUTES_MARKER in m for m in markers(h)) for h in histories)
     replayer = plain_replayer()
     for history in histories:
         assert await replay_failure(history, replayer) is None
@@ -262,9 +262,9 @@ async def test_raised_payload_limits_are_read_from_history_not_the_worker(
         with pytest.raises(WorkflowFailureError):
             await refused.result()
     taken_history = await taken.fetch_history()
-    assert any(LARGE_PAYLOADS_PATCH in m for m in markers(taken_history))
+    assert any(LARGE_PAYLOADS_MARKER in m for m in markers(taken_history))
     refused_history = await refused.fetch_history()
-    assert not any(LARGE_PAYLOADS_PATCH in m for m in markers(refused_history))
+    assert not any(LARGE_PAYLOADS_MARKER in m for m in markers(refused_history))
     for history in (taken_history, refused_history):
         for replayer in (plain_replayer(), build_replayer(TEST_CATALOG), build_replayer(FLIPPED)):
             assert await replay_failure(history, replayer) is None

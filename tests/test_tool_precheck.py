@@ -4,21 +4,18 @@ The pure parts (the workspace's path rule, what a precheck may be, what it retur
 directly; the rest runs the real workflow on a real Temporal server with the scripted model:
 a `write_file` outside the workspace is an `Error: ...` observation at once (nothing pending,
 no activity), a valid one still asks, a run's policy `ask` is prechecked too, a test-only tool
-brings its own precheck, a precheck that raises falls through to asking, and a history
-recorded before prechecks existed still replays.
+brings its own precheck, and a precheck that raises falls through to asking.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle, WorkflowHistory
+from temporalio.client import WorkflowHandle
 
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.loop import approvals
@@ -26,19 +23,12 @@ from durable_agents.tools.builtin.files import ReadFileArgs, read_file, read_fil
 from durable_agents.tools.builtin.workspace import path_problem, resolve_in_workspace
 from durable_agents.tools.builtin.write_file import WriteFileArgs, write_file, write_file_precheck
 from durable_agents.tools.definition import Tool, ToolError, ToolOptions, tool
-from durable_agents.workflows.tool_round import PRECHECK_PATCH
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import ScriptedHarness, activity_types
-from tests.histories.record import WORKFLOW_ID
 from tests.hitl_support import wait_for_pending
 from tests.replaying import assert_replays
-
-OLD_HISTORY = Path(__file__).parent / "precheck_histories" / "asked_before_precheck.json"
-"""A run recorded before prechecks existed: write_file("../outside.txt") waited for a person,
-was approved, and failed in its activity."""
-
 
 # --- test-only tools ---------------------------------------------------------------------------
 
@@ -214,16 +204,6 @@ def test_precheck_observation() -> None:
 # --- through the workflow ------------------------------------------------------------------------
 
 
-async def patch_ids(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    history = await handle.fetch_history()
-    return [
-        json.loads(e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)["id"]
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-    ]
-
-
 async def replays(handle: WorkflowHandle[Any, Any]) -> None:
     await assert_replays(await handle.fetch_history())
 
@@ -262,7 +242,6 @@ async def test_a_write_outside_the_workspace_is_refused_without_asking(
     assert (tool_message.tool_call_id, tool_message.content) == ("w1", step.observation)
     assert await activity_types(handle) == ["call_model", "call_model"]
     assert not (scripted_agent.workspace.parent / "outside.txt").exists()
-    assert (await patch_ids(handle)).count(PRECHECK_PATCH) == 1
     await replays(handle)
 
 
@@ -291,7 +270,7 @@ async def test_a_valid_write_still_asks_beside_a_refused_one(
     assert await activity_types(handle) == ["call_model", "write_file", "call_model"]
 
 
-async def test_a_valid_write_without_refusals_takes_no_patch(
+async def test_a_valid_write_is_asked_by_its_tool_definition(
     scripted_agent: ScriptedHarness,
 ) -> None:
     scripted_agent.model.enqueue(
@@ -304,7 +283,6 @@ async def test_a_valid_write_without_refusals_takes_no_patch(
     result = await handle.result()
     assert [s.status for s in result.steps] == ["ok"]
     assert result.steps[0].policy == "tool definition"
-    assert PRECHECK_PATCH not in await patch_ids(handle)
 
 
 async def test_a_policy_ask_is_prechecked_too(scripted_agent: ScriptedHarness) -> None:
@@ -375,11 +353,3 @@ async def test_a_precheck_that_raises_falls_through_to_asking(
     [step] = result.steps
     assert (step.status, step.observation) == ("ok", "transferred 3 to ann")
     assert step.human is not None and step.human.outcome == "approved"
-    assert PRECHECK_PATCH not in await patch_ids(handle)
-
-
-async def test_a_run_recorded_before_prechecks_replays_as_it_ran() -> None:
-    """That run asked a person about write_file("../outside.txt") and ran the activity once
-    approved: the `tool-precheck` patch keeps that on replay."""
-    history = WorkflowHistory.from_json(WORKFLOW_ID, OLD_HISTORY.read_text())
-    await assert_replays(history)

@@ -3,20 +3,13 @@ run does not have and the reply has text, the text is the answer and the calls a
 dropped in the model call; when some calls are known, each unknown one gets the `unknown tool`
 observation as before; `unknown_tools: observe` keeps the old behaviour for every reply.
 
-The decision is `loop.model_reply.drop_unknown_calls` (pure, unit-tested here); the run takes it
-behind the `unknown-tools-answer` patch, and a run recorded before it replays as it ran
-(`tests/unknown_tools_histories/observed_before.json`, recorded with the code before the patch).
+The decision is `loop.model_reply.drop_unknown_calls` (pure, unit-tested here).
 """
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
-
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle, WorkflowHistory
 
 from durable_agents.contracts.agent_result import ModelCall
 from durable_agents.contracts.messages import ToolCall
@@ -24,12 +17,9 @@ from durable_agents.contracts.model_io import ModelReply
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.loop.model_reply import drop_unknown_calls, with_dropped_calls
-from durable_agents.workflows.agent_loop import UNKNOWN_TOOLS_PATCH
 from tests import scripted_model as sm
 from tests.conftest import ScriptedHarness, activity_types
 from tests.replaying import assert_replays
-
-OLD_HISTORY = Path(__file__).parent / "unknown_tools_histories" / "observed_before.json"
 
 
 def reply(content: str | None, *names: str) -> ModelReply:
@@ -80,16 +70,6 @@ def test_the_latest_model_call_records_what_was_dropped() -> None:
 # -- through a run ---------------------------------------------------------------------------------
 
 
-async def patch_ids(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    history = await handle.fetch_history()
-    return [
-        json.loads(e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)["id"]
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-    ]
-
-
 async def test_a_reply_naming_only_unknown_tools_is_answered_by_its_text(
     scripted_agent: ScriptedHarness,
 ) -> None:
@@ -114,7 +94,6 @@ async def test_a_reply_naming_only_unknown_tools_is_answered_by_its_text(
     ]
     assert model_call.tool_calls == 2
     assert await activity_types(handle) == ["call_model"]  # no second model call
-    assert UNKNOWN_TOOLS_PATCH in await patch_ids(handle)
     await assert_replays(await handle.fetch_history())
 
 
@@ -129,7 +108,7 @@ async def test_unknown_calls_beside_a_known_one_get_an_observation(
         ),
         sm.text("425"),
     )
-    result, handle = await scripted_agent.run({"prompt": "17 * 25?", "tools": ["calculator"]})
+    result, _ = await scripted_agent.run({"prompt": "17 * 25?", "tools": ["calculator"]})
 
     assert result.answer == "425"
     assert [(s.call_id, s.status, s.observation) for s in result.steps] == [
@@ -137,7 +116,6 @@ async def test_unknown_calls_beside_a_known_one_get_an_observation(
         ("u1", "error", "Error: unknown tool 'web_search'. Available tools: calculator."),
     ]
     assert all(not c.dropped_calls for c in result.model_calls)
-    assert UNKNOWN_TOOLS_PATCH not in await patch_ids(handle)
 
 
 async def test_observe_keeps_the_old_behaviour(scripted_agent: ScriptedHarness) -> None:
@@ -153,17 +131,3 @@ async def test_observe_keeps_the_old_behaviour(scripted_agent: ScriptedHarness) 
     [step] = result.steps
     assert step.observation.startswith("Error: unknown tool 'web_search'")
     assert await activity_types(handle) == ["call_model", "call_model"]
-    assert UNKNOWN_TOOLS_PATCH not in await patch_ids(handle)
-
-
-async def test_a_run_recorded_before_the_rule_replays_as_it_ran() -> None:
-    """Recorded with the code before this change (the same script as the first run test): the
-    unknown calls were observed and the model asked again; replay keeps that."""
-    history = WorkflowHistory.from_json("recorded-unknown-tools", OLD_HISTORY.read_text())
-    await assert_replays(history)
-    types = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
-    assert types == ["call_model", "call_model"]  # it did ask again

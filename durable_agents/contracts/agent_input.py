@@ -411,8 +411,7 @@ class AgentInput(ResumeState, RunLinks, AgentSettings):
     @field_validator("prompt")
     @classmethod
     def _prompt_is_visible(cls, prompt: str, info: ValidationInfo) -> str:
-        legacy = isinstance(info.context, dict) and info.context.get("legacy")
-        if not legacy and not has_visible_text(prompt):
+        if not has_visible_text(prompt):
             raise ValueError("the prompt holds no visible text")
         return within(prompt, len(prompt), TODAY.text_chars, STORED.text_chars, info, "chars")
 

@@ -71,7 +71,7 @@ class TurnReport(BaseModel):
     workflow_id: str
     token: str = ""
     """The child turn's `SessionLink.token`: a report without it is not from the session's
-    running turn (turns started before tokens existed have none)."""
+    running turn."""
     answer: str = ""
     stop_reason: StopReason | None = None
     steps: list[ToolStep] = []
@@ -81,8 +81,7 @@ class TurnReport(BaseModel):
 
 
 class PendingList(BaseModel):
-    """Signal `turn_pending` (from a running child turn): its pending requests. Turns started
-    before tokens existed send the bare list."""
+    """Signal `turn_pending` (from a running child turn): its pending requests."""
 
     workflow_id: str = ""
     token: str = ""

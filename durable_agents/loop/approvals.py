@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from durable_agents.contracts.agent_result import StepStatus
 from durable_agents.contracts.approvals import (
     ALL_PENDING,
     ApproveSignal,
@@ -261,6 +262,16 @@ def should_run(decision: HumanDecision) -> bool:
     """Whether the tool runs (or the plan is carried out) after this decision: approved,
     edited, or approved on timeout."""
     return decision.kind.runs_on_approval and decision.executed_args is not None
+
+
+def declined_status(decision: HumanDecision) -> StepStatus:
+    """The step status of a call a person's decision does not run (`should_run` is False): a
+    rejection is `rejected`, a wait that timed out into `reject` or `fail` an `error`."""
+    if decision.outcome == "rejected":
+        return "rejected"
+    if decision.outcome == "timed_out" and decision.timeout_action != "approve":
+        return "error"
+    return "ok"
 
 
 def waited_seconds(request: PendingRequest) -> float:

@@ -18,10 +18,6 @@ from durable_agents.loop.output import (
 )
 from durable_agents.loop.validation_errors import describe_validation_error
 
-LEGACY_INPUT = {"legacy": True}
-"""Validation context of a run recorded before input was strict: its replay reads the input as
-it was read then (no strict types, a prompt of spaces allowed), so it takes the path it took."""
-
 
 class InvalidAgentInput(ValueError):
     """The workflow input cannot be used; the message names each bad field."""
@@ -33,7 +29,6 @@ def validate_agent_input(
     output_types: Iterable[str] = (),
     profiles: Mapping[str, AgentProfile] | None = None,
     *,
-    strict: bool = True,
     payload_store: bool | Callable[[], bool] = False,
 ) -> AgentInput:
     """Parse `raw` (a dict from JSON, or an `AgentInput`); check tool names and the output
@@ -51,33 +46,33 @@ def validate_agent_input(
             f'{{"prompt": "..."}}, got {type(raw).__name__}'
         )
     try:
-        params = AgentInput.model_validate(
-            raw,
-            strict=None if strict else False,
-            context={**({} if strict else LEGACY_INPUT), **limits_context_of(payload_store)},
-        )
+        params = AgentInput.model_validate(raw, context=limits_context_of(payload_store))
     except ValidationError as error:
         raise InvalidAgentInput(
             f"invalid AgentWorkflow input: {describe_validation_error(error)}"
         ) from None
     known = list(known_tools)
-    if params.tools is not None:
-        unknown = [
-            name
-            for name in params.tools
-            if name not in known and not offered_server(name, params.mcp_servers)
-        ]
-        if unknown:
-            raise InvalidAgentInput(
-                f"invalid AgentWorkflow input: tools: unknown tool(s) {', '.join(unknown)}; "
-                f"available: {', '.join(known) or 'none'}"
-            )
-    problem = output_problem(params, known, list(output_types)) or agents_problem(
-        params.agents or [], known, profiles or {}, params.mcp_servers
+    problem = (
+        tools_problem(params, known)
+        or output_problem(params, known, list(output_types))
+        or agents_problem(params.agents or [], known, profiles or {}, params.mcp_servers)
     )
     if problem:
         raise InvalidAgentInput(f"invalid AgentWorkflow input: {problem}")
     return params
+
+
+def tools_problem(params: AgentInput, known: list[str]) -> str | None:
+    """What is wrong with the run's `tools` allowlist: a name that is neither a known tool nor
+    a tool of one of its MCP servers (None: nothing)."""
+    unknown = [
+        name
+        for name in params.tools or []
+        if name not in known and not offered_server(name, params.mcp_servers)
+    ]
+    if not unknown:
+        return None
+    return f"tools: unknown tool(s) {', '.join(unknown)}; available: {', '.join(known) or 'none'}"
 
 
 def offered_server(tool: str, mcp_servers: list[str] | None) -> bool:

@@ -49,8 +49,8 @@ from durable_agents.tools.definition import Tool
 from durable_agents.tools.memory_store import MemoryStore
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.input_guard import InputCountGuard
-from durable_agents.workflows.refusals import LARGE_PAYLOADS_PATCH
-from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_PATCH
+from durable_agents.workflows.refusals import LARGE_PAYLOADS_MARKER
+from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_MARKER
 from durable_agents.workflows.session_workflow import SessionWorkflow
 from durable_agents.workflows.worker_catalog import CatalogInterceptor
 
@@ -191,8 +191,8 @@ def configured_patches(catalog: Catalog) -> dict[str, bool]:
     keep the agent search attributes (its server has them), take the raised payload limits
     (it stores large payloads outside history)."""
     return {
-        SEARCH_ATTRIBUTES_PATCH: catalog.search_attributes,
-        LARGE_PAYLOADS_PATCH: catalog.large_payloads,
+        SEARCH_ATTRIBUTES_MARKER: catalog.search_attributes,
+        LARGE_PAYLOADS_MARKER: catalog.large_payloads,
     }
 
 

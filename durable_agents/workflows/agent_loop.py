@@ -121,15 +121,6 @@ with workflow.unsafe.imports_passed_through():
 SignalT = TypeVar("SignalT", bound=BaseModel)
 
 
-UNKNOWN_TOOLS_PATCH = "unknown-tools-answer"
-"""Runs recorded before a reply naming only unknown tools had its text taken as the answer
-replay answering each call with an `unknown tool` observation (see `_drop_unknown_calls`)."""
-
-STRICT_INPUT_PATCH = "strict-run-input"
-"""Runs recorded before their input was read strictly (strict types, bounds, a visible prompt,
-links confirmed by Temporal) replay reading it as they did."""
-
-
 def input_refusal(error: Exception) -> str:
     """`invalid AgentWorkflow input: <the problem>`."""
     text = str(error)
@@ -159,19 +150,7 @@ class AgentLoop:
         """The run, from its raw input (a `RawValue`, or a session's `AgentInput` for a turn
         it hosts): its result, or it raises as a run fails (a bad start: at once, naming the
         problem)."""
-        params = self._read_input(raw_input)
-        self._host.check_start(params)
-        self._params = params
-        self._pad = first_scratchpad(params)
-        self._plan_shown = plan_key(self._pad.plan)
-        self._events.turn = params.session.turn if params.session is not None else None
-        if params.resume is None:  # (a continued run, or a turn moved to a run, goes on)
-            self._events.emit(
-                RunStarted,
-                prompt=headline(params.prompt),
-                model=params.model,
-                parent_workflow_id=params.parent.workflow_id if params.parent else None,
-            )
+        params = self._start(raw_input)
         try:
             if params.mode == "plan_and_execute":
                 result = await self._plan_and_execute(params)
@@ -181,19 +160,7 @@ class AgentLoop:
             raise
         except (Exception, asyncio.CancelledError) as error:
             # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
-            if not is_cancelled_exception(error):
-                self._emit_failure(error, cancelled=False)
-                await self._report(params, error=error)
-                raise
-            self._emit_failure(error, cancelled=True)
-            self._set_phase("cancelled")
-            self._log(
-                "agent run %s",
-                current_details(self.status()),
-                outcome="cancelled",
-                tools=[s.tool for s in self._pad.steps],
-            )
-            await self._report(params, error=TurnCancelled("the turn was cancelled"))
+            await self._report_ending(params, error)
             raise
         self._events.emit(RunFinished, stop_reason=result.stop_reason, answer=result.answer)
         await self._report(params, result=result)
@@ -203,10 +170,42 @@ class AgentLoop:
             result = result.model_copy(update={"steps": session_steps(result.steps)})
         return result
 
+    def _start(self, raw_input: Any) -> AgentInput:
+        """Read the run's input, set the run up from it and announce it (a continued run, or a
+        turn moved to a run of its own, goes on: announced already)."""
+        params = self._read_input(raw_input)
+        self._host.check_start(params)
+        self._params = params
+        self._pad = first_scratchpad(params)
+        self._plan_shown = plan_key(self._pad.plan)
+        self._events.turn = params.session.turn if params.session is not None else None
+        if params.resume is None:
+            self._events.emit(
+                RunStarted,
+                prompt=headline(params.prompt),
+                model=params.model,
+                parent_workflow_id=params.parent.workflow_id if params.parent else None,
+            )
+        return params
+
+    async def _report_ending(self, params: AgentInput, error: BaseException) -> None:
+        """Publish and report a run that `error` ends: failed, or cancelled."""
+        if not is_cancelled_exception(error):
+            self._emit_failure(error, cancelled=False)
+            await self._report(params, error=error)
+            return
+        self._emit_failure(error, cancelled=True)
+        self._set_phase("cancelled")
+        self._log(
+            "agent run %s",
+            current_details(self.status()),
+            outcome="cancelled",
+            tools=[s.tool for s in self._pad.steps],
+        )
+        await self._report(params, error=TurnCancelled("the turn was cancelled"))
+
     def _read_input(self, raw_input: Any) -> AgentInput:
-        """The run's input, or a refusal naming the problem. A run recorded before input was
-        read strictly (`STRICT_INPUT_PATCH`, asked only when the strict reading refuses) is read
-        as it was then, so its replay takes the path it took."""
+        """The run's input, or a refusal naming the problem."""
         catalog = worker_catalog()
         self._gate.add_schemas({t.name: t.args_model for t in catalog.tools.all()})
         known = (catalog.tools.names(), catalog.output_types.names(), catalog.agents.by_name())
@@ -215,15 +214,8 @@ class AgentLoop:
                 read_payload(raw_input, max_bytes=None), *known, payload_store=raised_limits
             )
         except (BadInput, InvalidAgentInput) as error:
-            strict_refusal = error
-        if isinstance(strict_refusal, InvalidAgentInput):  # it decoded: say what is missing
-            warn_missing_on_replay(read_payload(raw_input, max_bytes=None))
-        if workflow.patched(STRICT_INPUT_PATCH):
-            refuse(input_refusal(strict_refusal), INVALID_INPUT)
-        try:
-            raw = read_payload(raw_input, max_bytes=None, check_shape=False)
-            return validate_agent_input(raw, *known, strict=False)
-        except (BadInput, InvalidAgentInput) as error:
+            if isinstance(error, InvalidAgentInput):  # it decoded: say what is missing
+                warn_missing_on_replay(read_payload(raw_input, max_bytes=None))
             refuse(input_refusal(error), INVALID_INPUT)
 
     async def _report(
@@ -388,10 +380,9 @@ class AgentLoop:
     ) -> ModelReply:
         """A reply whose every call names a tool the run does not have, with text: the text is
         the answer and the calls are recorded as dropped (`loop.model_reply.drop_unknown_calls`,
-        `unknown_tools`). Behind `UNKNOWN_TOOLS_PATCH`, asked only when the rule applies: a run
-        recorded before it answered such calls with observations and replays that way."""
+        `unknown_tools`)."""
         dropped = drop_unknown_calls(reply, [s.name for s in schemas], params.unknown_tools)
-        if dropped is None or not workflow.patched(UNKNOWN_TOOLS_PATCH):
+        if dropped is None:
             return reply
         self._pad = with_dropped_calls(self._pad, dropped.calls)
         self._log(

@@ -58,9 +58,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.run_events import RunEvents
     from durable_agents.workflows.session_link import run_scope
 
-BOUND_APPROVALS_PATCH = "bound-child-approvals"
-"""Runs recorded before forwarded approvals carried the shown digest replay forwarding `*`."""
-
 KEY_SEPARATOR = "/"
 """Between a child's key and the child's own call id in the ids shown at the parent."""
 
@@ -138,10 +135,6 @@ class Delegated:
         return not self.failed and self.stop_reason is not None and self.stop_reason.answered
 
 
-CHILD_TOKENS_PATCH = "child-link-tokens"
-"""Runs recorded before children carried a token replay without making one."""
-
-
 async def run_child(
     params: AgentInput,
     pad: Scratchpad,
@@ -180,6 +173,8 @@ async def _run_child(
     key: str,
     children: ChildRequests,
 ) -> Delegated:
+    """The child run of `run_child`, under the key `key`: refused past `max_agent_depth`; a
+    child that fails is an `Error: ...` observation."""
     parent_id = workflow.info().workflow_id
     child_id = f"{run_scope(params)}/{key}"
     if params.depth + 1 > params.max_agent_depth:
@@ -191,7 +186,7 @@ async def _run_child(
             None,
             child_id,
         )
-    token = workflow.uuid4().hex if workflow.patched(CHILD_TOKENS_PATCH) else ""
+    token = workflow.uuid4().hex
     link = ParentLink(workflow_id=parent_id, call_key=key, token=token)
     children.expect(key, child_id, token)
     try:
@@ -211,6 +206,12 @@ async def _run_child(
         return Delegated(
             f"Error: the {profile.name} agent failed: {detail}", True, TokenUsage(), None, child_id
         )
+    return child_answer(profile, result, child_id)
+
+
+def child_answer(profile: AgentProfile, result: AgentResult, child_id: str) -> Delegated:
+    """What a child run that ended gives its parent: its answer (or typed output, as JSON),
+    marked when it stopped early."""
     observation = result.answer if result.output is None else json.dumps(result.output)
     if not result.stop_reason.answered:
         observation = (
@@ -268,7 +269,7 @@ class ChildRequests:
         approval per call shown, and `*` with edited arguments only when one call is shown."""
         payload = signal.model_dump(exclude_none=True)
         targets = self.forwards(call_id, kind)
-        if name == "approve" and targets and workflow.patched(BOUND_APPROVALS_PATCH):
+        if name == "approve" and targets:
             shown = self._shown(call_id, kind)
             bound = approvals.bound_approvals(
                 payload, [(inner, request.args_digest) for _, inner, request in shown]

@@ -8,9 +8,7 @@ A decision that names a call not pending yet is kept (`early`, at most
 `approvals.MAX_EARLY_DECISIONS`) and applied when that call comes to wait, if it still fits it
 (the kind, the digest, edited arguments): a worker killed just after a model reply can have shown
 the call to a person from a workflow task it never committed, and the next worker then gets the
-decision and the reply in one workflow task, the signal first (docs/fleet.md). Using a kept
-decision is behind `EARLY_DECISIONS_PATCH`, asked only then: runs recorded before it ignored such
-a signal, and replay does the same.
+decision and the reply in one workflow task, the signal first (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -44,9 +42,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.event_views import decision_of, event_text
     from durable_agents.loop.tool_requests import ArgsSchema
     from durable_agents.workflows.run_events import RunEvents
-
-EARLY_DECISIONS_PATCH = "early-decisions"
-"""Runs recorded before a decision for a call not pending yet was kept replay ignoring it."""
 
 
 class HumanGate:
@@ -207,9 +202,8 @@ class HumanGate:
                 "kept decision for call %s not applied: %s", request.call_id, error
             )
             return
-        if workflow.patched(EARLY_DECISIONS_PATCH):
-            for decision in decisions:
-                self._record(decision)
+        for decision in decisions:
+            self._record(decision)
 
     def _decisions_of(self, signal: approvals.EarlySignal) -> list[HumanDecision]:
         if isinstance(signal, ApproveSignal):

@@ -74,9 +74,6 @@ MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 AFFINITY_FALLBACK = timedelta(seconds=5)
 """How long a model call waits on the worker-specific queue of the worker that holds its
 conversation before it goes to the shared queue instead (that worker is gone or stuck)."""
-MODEL_CALL_RESEND_PATCH = "model-call-resend-event"
-"""Patch id of the `model_call_retrying` a resend after a cache miss publishes (`_announced`):
-a run recorded before it replays its stream without that event, so no offset shifts."""
 Purpose = Literal["turn", "final_answer", "summary"]
 
 
@@ -227,44 +224,7 @@ class ModelGateway:
         tools = request.tools
         if self._tools is None or self._tools[0] is not tools:
             self._tools = (tools, tools_digest(tools))
-        own = self._sent_at == held.sequence and bool(held.message_digests)
-        delta = ContextDelta(
-            key=held.key,
-            base_length=0,
-            held=0,
-            new_messages=pad.messages,
-            prompt_index=pad.prompt_index,
-            kept_from=fit.kept_from,
-            dropped=fit.dropped,
-            summary=pad.summary,
-            extra=extra,
-        )
-        whole = delta
-        if own:  # the cache holds this gateway's conversation: append to it
-            base = len(held.message_digests)
-            new = pad.messages[base:]
-            digests = [*held.message_digests, *(message_digest(m) for m in new)]
-            sent, refs = refer_to_kept(new, self._kept, held.holder)
-            delta = delta.model_copy(
-                update={"held": base, "new_messages": sent, "kept": refs or None}
-            )
-        elif held.message_digests:  # another's (a session's last turn, the run continued)
-            reuse = reuse_pieces(held.message_digests, pad.messages)
-            digests = reuse.digests
-            delta = delta.model_copy(
-                update={
-                    "held": len(held.message_digests),
-                    "new_messages": reuse.new,
-                    "reuse": reuse.pieces,
-                }
-            )
-        else:
-            digests = [message_digest(m) for m in pad.messages]
-        result = conversation_digest(digests)
-        whole = whole.model_copy(update={"result_digest": result})
-        delta = delta.model_copy(update={"result_digest": result})
-        if delta.held:  # workers that predate `held` must miss, not append
-            delta = delta.model_copy(update={"base_length": LEGACY_MISS})
+        delta, whole, digests = self._deltas(pad, extra, fit)
         asked = request
         if held.message_digests and held.tools_digest == self._tools[1]:
             delta = delta.model_copy(update={"tools_cached": True, "tools_digest": self._tools[1]})
@@ -281,6 +241,54 @@ class ModelGateway:
         held.sequence += 1
         self._sent_at = held.sequence
         return answer
+
+    def _deltas(
+        self, pad: Scratchpad, extra: list[ChatMessage], fit: ContextFit
+    ) -> tuple[ContextDelta, ContextDelta, list[str]]:
+        """What a call sends the worker's cache: the delta (what the cache lacks), the whole
+        conversation (sent instead if the cache misses), and the conversation's message digests
+        once sent; both name the digest of the conversation they make."""
+        held = self._conversation
+        whole = ContextDelta(
+            key=held.key,
+            base_length=0,
+            held=0,
+            new_messages=pad.messages,
+            prompt_index=pad.prompt_index,
+            kept_from=fit.kept_from,
+            dropped=fit.dropped,
+            summary=pad.summary,
+            extra=extra,
+        )
+        delta, digests = self._lacking(whole, pad)
+        result = conversation_digest(digests)
+        whole = whole.model_copy(update={"result_digest": result})
+        delta = delta.model_copy(update={"result_digest": result})
+        if delta.held:  # workers that predate `held` must miss, not append
+            delta = delta.model_copy(update={"base_length": LEGACY_MISS})
+        return delta, whole, digests
+
+    def _lacking(self, whole: ContextDelta, pad: Scratchpad) -> tuple[ContextDelta, list[str]]:
+        """`whole` cut to what the cache lacks, and the conversation's message digests: the
+        messages after this gateway's own conversation (outputs their workers keep named, not
+        sent), or pieces of another's (a session's last turn, the run continued), or all."""
+        held = self._conversation
+        if self._sent_at == held.sequence and held.message_digests:  # this gateway's: append
+            base = len(held.message_digests)
+            new = pad.messages[base:]
+            digests = [*held.message_digests, *(message_digest(m) for m in new)]
+            sent, refs = refer_to_kept(new, self._kept, held.holder)
+            update = {"held": base, "new_messages": sent, "kept": refs or None}
+            return whole.model_copy(update=update), digests
+        if held.message_digests:
+            reuse = reuse_pieces(held.message_digests, pad.messages)
+            update = {
+                "held": len(held.message_digests),
+                "new_messages": reuse.new,
+                "reuse": reuse.pieces,
+            }
+            return whole.model_copy(update=update), reuse.digests
+        return whole, [message_digest(m) for m in pad.messages]
 
     async def summarize(self, pad: Scratchpad, due: SummaryDue) -> ModelAnswer:
         """Fold the messages about to leave the window into the running summary."""
@@ -343,14 +351,13 @@ class ModelGateway:
         again, the call starts over: `model_call_retrying`, for the next fallback model
         (`fallback`: in place of a second `model_call_started`, at the same offset) or for the
         whole conversation after the worker lacked what a delta builds on (`resend`: the retried
-        attempt of a call whose worker died misses there; one more event, so behind
-        `MODEL_CALL_RESEND_PATCH`). No patch otherwise: publishing is no command."""
+        attempt of a call whose worker died misses there)."""
         if self._run_events is None:
             return self._events
         fields = {"model_call": request.turn, "model": model, "purpose": request.purpose}
         if not again:
             self._run_events.emit(ModelCallStarted, **fields)
-        elif again == "fallback" or workflow.patched(MODEL_CALL_RESEND_PATCH):
+        else:
             self._run_events.emit(ModelCallRetrying, attempt=1, reason=again, **fields)
         events = self._events
         return events.model_copy(update={"announced": True}) if events is not None else None
@@ -370,62 +377,85 @@ class ModelGateway:
             if index != announced:  # (the same one again: no worker took it, nothing shown)
                 again = "fallback" if announced is not None else "" if announce else "resend"
                 events, announced = self._announced(request, model, again=again), index
-            asked = request.model_copy(update={"model": model, "events": events})
-            config: ActivityConfig = {
-                **self._config,
-                "summary": model_call_summary(model, request.turn, request.purpose),
-            }
             queue = self._affinity(request)
-            if queue is not None:
-                config["task_queue"] = queue
-                config["schedule_to_start_timeout"] = AFFINITY_FALLBACK
             try:
-                reply = await workflow.execute_activity(
-                    CALL_MODEL_ACTIVITY, asked, result_type=ModelReply, **config
-                )
+                reply = await self._execute(request, model, events, queue)
             except ActivityError as error:
                 if is_cancelled_exception(error):
                     raise
                 if queue is not None and worker_gone(error):
-                    self._log(
-                        "no worker took turn %d's model call on %s within %ds: sending it to "
-                        "the shared queue",
-                        request.turn,
-                        queue,
-                        AFFINITY_FALLBACK.total_seconds(),
-                        outcome="affinity_fallback",
-                    )
-                    self._conversation.worker_queue = self._conversation.holder = None
-                    if request.context is not None and request.context.held:
+                    if self._holder_gone(request, queue):
                         return None  # another worker lacks what the delta builds on
                     continue  # a whole conversation: the same call on the shared queue
-                detail, may_fall_back = failure_of(error)
-                name = model or "the default model"
-                failures.append(ModelFailure(model=name, error=detail))
-                if may_fall_back and index + 1 < len(self._models):
-                    self._log(
-                        "model %s failed at turn %d (%s); trying %s",
-                        name,
-                        request.turn,
-                        detail,
-                        self._models[index + 1],
-                        model=name,
-                        outcome="fallback",
-                    )
-                    index += 1
-                    continue
-                raise ApplicationError(
-                    f"model call failed at turn {request.turn}: "
-                    + (detail if len(failures) == 1 else failures_text(failures)),
-                    type=MODEL_CALL_FAILED,
-                    non_retryable=True,
-                ) from error
+                index = self._next_model(request, index, failures, error)
+                continue
             if request.context is not None:
                 self._note_worker(request.context, reply)
             if reply.context_cache_miss:
                 return None
             return self._answer(request, reply, started, failures)
         raise ApplicationError("no model to ask", type=MODEL_CALL_FAILED, non_retryable=True)
+
+    async def _execute(
+        self,
+        request: ModelRequest,
+        model: str | None,
+        events: ModelEvents | None,
+        queue: str | None,
+    ) -> ModelReply:
+        """One `call_model` activity: `request` to `model`, on the worker-specific `queue` that
+        holds the conversation (None: the run's own)."""
+        asked = request.model_copy(update={"model": model, "events": events})
+        config: ActivityConfig = {
+            **self._config,
+            "summary": model_call_summary(model, request.turn, request.purpose),
+        }
+        if queue is not None:
+            config["task_queue"] = queue
+            config["schedule_to_start_timeout"] = AFFINITY_FALLBACK
+        return await workflow.execute_activity(
+            CALL_MODEL_ACTIVITY, asked, result_type=ModelReply, **config
+        )
+
+    def _holder_gone(self, request: ModelRequest, queue: str) -> bool:
+        """No worker took the call on `queue` in time: the conversation has no holder now.
+        True when the call was a delta that builds on what only that worker held (the caller
+        resends the whole conversation); else the same call goes to the shared queue."""
+        self._log(
+            "no worker took turn %d's model call on %s within %ds: sending it to the shared queue",
+            request.turn,
+            queue,
+            AFFINITY_FALLBACK.total_seconds(),
+            outcome="affinity_fallback",
+        )
+        self._conversation.worker_queue = self._conversation.holder = None
+        return request.context is not None and bool(request.context.held)
+
+    def _next_model(
+        self, request: ModelRequest, index: int, failures: list[ModelFailure], error: ActivityError
+    ) -> int:
+        """After model `index` failed (noted in `failures`): the index of the next model to try,
+        or the call's failure, naming every model's."""
+        detail, may_fall_back = failure_of(error)
+        name = self._models[index] or "the default model"
+        failures.append(ModelFailure(model=name, error=detail))
+        if may_fall_back and index + 1 < len(self._models):
+            self._log(
+                "model %s failed at turn %d (%s); trying %s",
+                name,
+                request.turn,
+                detail,
+                self._models[index + 1],
+                model=name,
+                outcome="fallback",
+            )
+            return index + 1
+        raise ApplicationError(
+            f"model call failed at turn {request.turn}: "
+            + (detail if len(failures) == 1 else failures_text(failures)),
+            type=MODEL_CALL_FAILED,
+            non_retryable=True,
+        ) from error
 
     def _answer(
         self,

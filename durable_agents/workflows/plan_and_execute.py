@@ -93,17 +93,6 @@ with workflow.unsafe.imports_passed_through():
 PLAN_TOOL_NAME = "plan"
 """The `tool` of a plan's approval request (its arguments are the plan)."""
 MAX_PLANNING_TRIES = 2
-PLAN_ACTIONS_PATCH = "plan-step-actions"
-"""Plans with tool actions or expectations. A run recorded before them read such a plan as
-invalid (its steps were goals only) and asked again: it replays that way. Asked only when a
-plan uses one."""
-ANSWER_TEMPLATE_PATCH = "plan-answer-template"
-"""A plan's answer template, filled in instead of a synthesis call. A run recorded before it read
-a plan with an `answer` as invalid and asked again: it replays that way. Asked only when a plan
-has a template: when it is made, and when the template would replace the synthesis."""
-STEER_REPLAN_PATCH = "plan-steer-replan"
-"""Steering replans at the next step boundary. A run recorded before made steering a note
-only. Asked only when a steering message waits at a step boundary and a revision is left."""
 
 
 class PlanHost(Protocol):
@@ -201,16 +190,7 @@ class PlanRunner:
         return Plan(steps=[PlanStep(goal=self._params.prompt[:2_000])])
 
     def _usable(self, plan: Plan, first: int) -> Plan | str:
-        """The plan, or why it cannot run (its steps numbered from `first`). Tool actions and
-        expectations are behind `PLAN_ACTIONS_PATCH`, an answer template behind
-        `ANSWER_TEMPLATE_PATCH` (each asked only when a plan uses it)."""
-        actions = any(s.tool is not None or s.expect is not None for s in plan.steps)
-        if not actions and plan.answer is None:
-            return plan
-        if actions and not workflow.patched(PLAN_ACTIONS_PATCH):
-            return "the plan is invalid: steps: goals only (recorded before tool actions)"
-        if plan.answer is not None and not workflow.patched(ANSWER_TEMPLATE_PATCH):
-            return "the plan is invalid: answer: not a field (recorded before answer templates)"
+        """The plan, or why it cannot run (its steps numbered from `first`)."""
         problems = plan_problems(plan.steps, first, self._tool_names, plan.answer)
         return "; ".join(problems) if problems else plan
 
@@ -356,8 +336,6 @@ class PlanRunner:
         self._take_steering()
         if self._plan.replans >= self._params.max_replans:
             return
-        if not workflow.patched(STEER_REPLAN_PATCH):
-            return
         said = "; ".join(f"{s.by or 'the user'}: {s.text}" for s in steering)
         await self._revise(f"While the plan ran, people said (follow them): {said}")
 
@@ -374,7 +352,7 @@ class PlanRunner:
         (`templated_answer`), else a synthesis call from the steps' results."""
         self._take_steering()
         filled = templated_answer(self._plan)
-        if filled is not None and workflow.patched(ANSWER_TEMPLATE_PATCH):
+        if filled is not None:
             self._log("the plan's answer template is the answer: no synthesis call")
             return Stop(StopReason.COMPLETED, filled)
         self._host.pad = next_iteration(self._host.pad)

@@ -15,7 +15,7 @@ More payloads than one are refused before any handler runs (`workflows.input_gua
 
 How big a value may be is decided once per run and kept in its history: where its worker stores
 payloads outside history, the raised limits of `contracts.payload_limits` apply
-(`limits_context`, `LARGE_PAYLOADS_PATCH`).
+(`limits_context`, `LARGE_PAYLOADS_MARKER`).
 """
 
 from __future__ import annotations
@@ -46,18 +46,20 @@ MAX_SIGNAL_PAYLOAD_BYTES = TODAY.signal_bytes
 2 MB). A start's input is bounded by its fields instead (a prompt, a history)."""
 
 
-LARGE_PAYLOADS_PATCH = "large-payloads"
-"""Runs recorded before the raised limits refused what was over today's; they replay so."""
+LARGE_PAYLOADS_MARKER = "large-payloads"
+"""The marker of a run that takes the raised limits: its worker's choice, recorded with the
+SDK's patch marker so that replay reads it from history, never from the replaying worker
+(no back-compat patch: docs/versioning.md)."""
 
 
 def raised_limits() -> bool:
     """Whether a value over today's limits may use the raised ones: decided once per run, at
-    its first such value (asked only then, through `limits_context`, so runs recorded before
-    replay as they ran), and kept in its history by `LARGE_PAYLOADS_PATCH`. A new run's answer
+    its first such value (asked only then, through `limits_context`: a run that never meets one
+    records nothing), and kept in its history by `LARGE_PAYLOADS_MARKER`. A new run's answer
     comes from its worker (`runtime.workers.patch_activation`: yes where it stores large
     payloads outside history, `Catalog.large_payloads`); on replay the history answers, on
     any worker. Not from an update validator: it cannot record the patch."""
-    return workflow.patched(LARGE_PAYLOADS_PATCH)
+    return workflow.patched(LARGE_PAYLOADS_MARKER)
 
 
 def limits_context() -> dict[str, Any]:
@@ -83,7 +85,6 @@ def read_payload(
     *,
     max_bytes: int | None = MAX_SIGNAL_PAYLOAD_BYTES,
     missing: Any = _REQUIRED,
-    check_shape: bool = True,
 ) -> Any:
     """The decoded JSON value of `raw` (a `RawValue`; anything else was decoded already, by a
     caller inside this workflow), or `BadInput`. No payload at all is `missing` where the
@@ -105,7 +106,7 @@ def read_payload(
             ) from None
         except Exception as error:
             raise BadInput(f"the input does not decode: {error}") from None
-    problem = shape_problem(raw) if check_shape else None
+    problem = shape_problem(raw)
     if problem:
         raise BadInput(problem)
     return raw

@@ -27,7 +27,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.input_validation import link_problem
     from durable_agents.loop.search_attributes import search_state
     from durable_agents.loop.status import current_details
-    from durable_agents.workflows.agent_loop import STRICT_INPUT_PATCH
     from durable_agents.workflows.delegation import signal_parent
     from durable_agents.workflows.model_gateway import run_conversation
     from durable_agents.workflows.refusals import refuse
@@ -53,7 +52,7 @@ class RunHost:
             parent_id=info.parent.workflow_id if info.parent else None,
             continued=info.continued_run_id is not None,
         )
-        if problem and workflow.patched(STRICT_INPUT_PATCH):  # (runs recorded before: as then)
+        if problem:
             refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
 
     def conversation(self, params: AgentInput) -> CachedConversation:

@@ -146,31 +146,7 @@ async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
     may not take a local tool's name."""
     if not params.mcp_servers:
         return []
-    servers = None if params.mcp_servers == ["*"] else params.mcp_servers
-    try:
-        listing = await workflow.execute_activity(
-            MCP_LIST_TOOLS_ACTIVITY,
-            McpListRequest(servers=servers),
-            result_type=McpToolList,
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=RetryPolicy(
-                maximum_attempts=3,
-                non_retryable_error_types=[UNKNOWN_MCP_SERVER, MCP_SERVER_FAILED],
-            ),
-            summary=f"list the tools of MCP servers: {', '.join(params.mcp_servers)}",
-        )
-    except ActivityError as error:
-        if is_cancelled_exception(error):
-            raise
-        cause = error.cause
-        detail = failure_detail(error)
-        kind = cause.type if isinstance(cause, ApplicationError) else None
-        raise ApplicationError(
-            f"mcp_servers: the tools could not be listed: {detail}",
-            type=kind or MCP_SERVER_FAILED,
-            non_retryable=True,
-        ) from error
-    tools = listing.tools
+    tools = await _mcp_listing(params.mcp_servers)
     named = [t for t in params.tools or [] if MCP_TOOL_SEPARATOR in t]
     if named:  # an allowlist that names MCP tools offers those alone
         missing = [t for t in named if t not in {s.qualified_name for s in tools}]
@@ -188,6 +164,36 @@ async def list_mcp_tools(params: AgentInput) -> list[McpToolSpec]:
     if problem:
         refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
     return tools
+
+
+async def _mcp_listing(mcp_servers: list[str]) -> list[McpToolSpec]:
+    """Every tool of the MCP servers named (`*`: all the worker's), listed by an activity; a
+    server that cannot list them fails the run."""
+    servers = None if mcp_servers == ["*"] else mcp_servers
+    try:
+        listing = await workflow.execute_activity(
+            MCP_LIST_TOOLS_ACTIVITY,
+            McpListRequest(servers=servers),
+            result_type=McpToolList,
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=RetryPolicy(
+                maximum_attempts=3,
+                non_retryable_error_types=[UNKNOWN_MCP_SERVER, MCP_SERVER_FAILED],
+            ),
+            summary=f"list the tools of MCP servers: {', '.join(mcp_servers)}",
+        )
+    except ActivityError as error:
+        if is_cancelled_exception(error):
+            raise
+        cause = error.cause
+        detail = failure_detail(error)
+        kind = cause.type if isinstance(cause, ApplicationError) else None
+        raise ApplicationError(
+            f"mcp_servers: the tools could not be listed: {detail}",
+            type=kind or MCP_SERVER_FAILED,
+            non_retryable=True,
+        ) from error
+    return listing.tools
 
 
 async def check_policy(params: AgentInput, tools: Sequence[Tool]) -> None:

@@ -4,16 +4,20 @@
 
 Each upsert is a command (an `UpsertWorkflowSearchAttributes` event), so the keeper upserts only
 what changed. Whether a run keeps them at all is decided once, at its first upsert, and kept in
-its history: the keeper asks `workflow.patched(SEARCH_ATTRIBUTES_PATCH)` whatever the worker's
-configuration. A new run's answer comes from the worker that runs that task
-(`runtime.workers.patch_activation`: yes only where its server has the attributes registered,
+its history: the keeper asks `workflow.patched(SEARCH_ATTRIBUTES_MARKER)` whatever the worker's
+configuration. This is no back-compat patch but a choice of the worker's configuration that the
+run keeps on every worker and on a plain `Replayer`: the SDK's patch marker is how a workflow
+records such a choice without a command of its own (docs/versioning.md).
+
+A new run's answer comes from the worker that runs that task (`runtime.workers.
+patch_activation`: yes only where its server has the attributes registered,
 `Catalog.search_attributes`, set by `worker.py` after `runtime.search_attributes.ensure`, since
 upserting an unregistered attribute fails the workflow task); a yes records the marker. On
-replay the history answers: a run that recorded the marker upserts, one that did not (recorded
-before this existed, or where the attributes were missing) does not, on any worker and on a
-plain `Replayer`. A run that keeps them and reaches a worker whose server lacks them fails its
-workflow task, naming the attributes to register, and goes on once a worker that has them (or
-the registration) takes the retried task.
+replay the history answers: a run that recorded the marker upserts, one that did not (where the
+attributes were missing) does not, on any worker and on a plain `Replayer`. A run that keeps
+them and reaches a worker whose server lacks them fails its workflow task, naming the
+attributes to register, and goes on once a worker that has them (or the registration) takes the
+retried task.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ SEARCH_ATTRIBUTE_KEYS: tuple[SearchAttributeKey, ...] = (
 )
 """The custom search attributes runs keep (registered by `runtime.search_attributes`)."""
 
-SEARCH_ATTRIBUTES_PATCH = "agent-search-attributes"
+SEARCH_ATTRIBUTES_MARKER = "agent-search-attributes"
 """The marker of a run that keeps its search attributes (see the module docstring)."""
 
 
@@ -47,7 +51,7 @@ class SearchAttributesMissing(RuntimeError):
         names = ", ".join(key.name for key in SEARCH_ATTRIBUTE_KEYS)
         super().__init__(
             f"this run keeps the search attributes {names} (its history has the "
-            f"{SEARCH_ATTRIBUTES_PATCH!r} marker), but this worker's namespace does not have "
+            f"{SEARCH_ATTRIBUTES_MARKER!r} marker), but this worker's namespace does not have "
             "them registered; register them (runtime/search_attributes.py says how) or run a "
             "worker where they are: the task is retried"
         )
@@ -81,5 +85,5 @@ class SearchAttributeKeeper:
         """Whether this run keeps its search attributes: asked once, of its history (on a new
         run, of its worker's `patch_activation`)."""
         if self._enabled is None:
-            self._enabled = workflow.patched(SEARCH_ATTRIBUTES_PATCH)
+            self._enabled = workflow.patched(SEARCH_ATTRIBUTES_MARKER)
         return self._enabled

@@ -51,10 +51,6 @@ with workflow.unsafe.imports_passed_through():
         refuse,
     )
 
-BOUND_TURN_APPROVALS_PATCH = "bound-turn-approvals"
-"""Sessions recorded before approvals for a child turn were bound to what they showed replay
-forwarding the approval as it came."""
-
 FORWARD_TIMEOUT = timedelta(seconds=30)
 """How long one attempt to hand an update to the child turn may take (the turn answers at once
 when its worker is up)."""
@@ -269,7 +265,7 @@ class SessionPeople:
             await handlers[name](raw)
             return
         payloads: list[Any] = [raw]
-        if name == "approve" and running.token and workflow.patched(BOUND_TURN_APPROVALS_PATCH):
+        if name == "approve":
             payloads = self._bound_approvals(raw)
         handle = workflow.get_external_workflow_handle(running.workflow_id)
         for payload in payloads:

@@ -77,7 +77,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.search_attributes import search_state
     from durable_agents.loop.session_details import idle_details, turn_details
     from durable_agents.loop.session_queue import queue_refusal
-    from durable_agents.workflows.agent_loop import STRICT_INPUT_PATCH
     from durable_agents.workflows.inline_turn import InlineTurn
     from durable_agents.workflows.input_guard import one_payload
     from durable_agents.workflows.model_gateway import run_conversation
@@ -101,15 +100,6 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.worker_catalog import worker_catalog
 
 SESSION_REFUSED = "SessionRefused"
-INLINE_TURNS_PATCH = "inline-session-turns"
-"""Sessions recorded before turns ran inline started a child run per turn; they replay so."""
-TURN_TOKENS_PATCH = "session-turn-tokens"
-"""Sessions recorded before child turns carried a token replay without making one."""
-SIGNAL_INPUT_PATCH = "session-signal-input"
-"""Sessions recorded before `end` and `cancel_turn` ignored input they cannot read (`end`
-closed the session anyway; `cancel_turn` never read it) replay as they ran."""
-INPUT_AT_INIT_PATCH = "session-input-at-init"
-"""Sessions recorded before the input was read in `__init__` replay early signals without it."""
 
 
 def queued_message(queued_id: str, message: SendMessage) -> QueuedMessage:
@@ -125,8 +115,7 @@ class SessionWorkflow(PeopleHandlers):
     def __init__(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> None:
         """The input is read here, before any handler runs: signals that arrive with a
         continued run's start (an approval for the carried turn) must see what it carries. An
-        input that does not parse fails the run in `run`. Runs recorded before this read it in
-        `run`, after such signals (`INPUT_AT_INIT_PATCH`)."""
+        input that does not parse fails the run in `run`."""
         self.stream = WorkflowStream(prior_state=carried_stream_state(raw_input))
         self._events = RunEvents(self.stream)
         self._params = SessionInput()
@@ -138,29 +127,17 @@ class SessionWorkflow(PeopleHandlers):
         self._people = SessionPeople(self)
         self.people = self._people
         self._input_taken = False
-        self._input_read = workflow.patched(INPUT_AT_INIT_PATCH)
-        if self._input_read:
-            with contextlib.suppress(ValidationError, BadInput):
-                raw = read_payload(raw_input, max_bytes=None, missing={})
-                self._read_input(SessionInput.model_validate(raw, context=limits_context()))
+        with contextlib.suppress(ValidationError, BadInput):
+            raw = read_payload(raw_input, max_bytes=None, missing={})
+            self._read_input(SessionInput.model_validate(raw, context=limits_context()))
 
-    def _session_input(self, raw_input: RawValue) -> SessionInput:
-        """The session's input, or a refusal naming the problem; a session recorded before
-        input was read strictly (`STRICT_INPUT_PATCH`, asked only when the strict reading
-        refuses) reads it as it did then."""
-        try:
-            return parse_or_refuse(
-                SessionInput, raw_input, "SessionWorkflow input", INVALID_INPUT, max_bytes=None,
-                missing={}, context=limits_context(),
-            )  # fmt: skip
-        except ApplicationError:
-            if workflow.patched(STRICT_INPUT_PATCH):
-                raise
-        try:
-            raw = read_payload(raw_input, max_bytes=None, missing={}, check_shape=False)
-            return SessionInput.model_validate(raw, strict=False)
-        except (BadInput, ValidationError) as error:
-            refuse(f"invalid SessionWorkflow input: {error}", INVALID_INPUT)
+    @staticmethod
+    def _session_input(raw_input: RawValue) -> SessionInput:
+        """The session's input, or a refusal naming the problem."""
+        return parse_or_refuse(
+            SessionInput, raw_input, "SessionWorkflow input", INVALID_INPUT, max_bytes=None,
+            missing={}, context=limits_context(),
+        )  # fmt: skip
 
     def _read_input(self, params: SessionInput) -> None:
         """Take the settings and what a continued run carries; messages that reached this run
@@ -227,9 +204,7 @@ class SessionWorkflow(PeopleHandlers):
         the session stays open."""
         request = parse_or_ignore(EndSession, raw, "end", missing={})
         if request is None:
-            if workflow.patched(SIGNAL_INPUT_PATCH):
-                return
-            request = EndSession(reason="(the end signal's input was invalid)")  # as then
+            return
         self._carry.ended = True
         self._carry.end_reason = request.reason or (
             f"ended by {request.by}" if request.by else None
@@ -285,14 +260,11 @@ class SessionWorkflow(PeopleHandlers):
         except BadInput as error:
             workflow.logger.warning("signal turn_pending ignored: invalid input: %s", error)
             return
-        legacy = isinstance(sent, list)  # turns started before tokens send the bare list
-        report = parse_or_ignore(PendingList, {"pending": sent} if legacy else sent, "turn_pending")
+        report = parse_or_ignore(PendingList, sent, "turn_pending")
         running = self._carry.running
         if report is None or running is None:
             return
-        if not self._from_running_turn(
-            "turn_pending", None if legacy else report.workflow_id, report.token
-        ):
+        if not self._from_running_turn("turn_pending", report.workflow_id, report.token):
             return
         if report.sequence:
             if report.sequence <= running.reports:
@@ -302,20 +274,17 @@ class SessionWorkflow(PeopleHandlers):
         self._show_details()
 
     def _from_running_turn(
-        self, signal: str, workflow_id: str | None, token: str, turn_id: str | None = None
+        self, signal: str, workflow_id: str, token: str, turn_id: str | None = None
     ) -> bool:
         """Whether a report comes from the running child turn (its run id and the token the
-        session gave it; a turn given no token, started before tokens, is taken at its word, as
-        it was then). Anything else is logged and ignored: a client cannot finish or fill
+        session gave it). Anything else is logged and ignored: a client cannot finish or fill
         another's turn."""
         running = self._carry.running
-        if running is not None and not running.inline and not running.token:
-            return True
         if (
             running is None
             or running.inline
             or token != running.token
-            or (workflow_id is not None and workflow_id != running.workflow_id)
+            or workflow_id != running.workflow_id
             or (turn_id is not None and turn_id != running.message.id)
         ):
             workflow.logger.warning("signal %s ignored: not from the running child turn", signal)
@@ -341,8 +310,8 @@ class SessionWorkflow(PeopleHandlers):
         """Cancel the running turn, not the session: it is remembered as not completed and the
         next message is answered. Takes no input, or `{"reason"?: "...", "by"?: "..."}`."""
         unreadable = parse_or_ignore(CancelTurn, raw, "cancel_turn", missing={}) is None
-        if unreadable and workflow.patched(SIGNAL_INPUT_PATCH):
-            return  # (sessions recorded before cancelled whatever the input)
+        if unreadable:
+            return
         running = self._carry.running
         if running is None:
             workflow.logger.warning("signal cancel_turn ignored: no turn is running")
@@ -360,6 +329,8 @@ class SessionWorkflow(PeopleHandlers):
 
     @workflow.query(name="status")
     def status(self) -> SessionStatus:
+        """Where the session is: its state, turns, queued messages, the running turn, what
+        waits for a person, token usage and runs."""
         carry = self._carry
         state: SessionState = (
             "ended"
@@ -392,13 +363,13 @@ class SessionWorkflow(PeopleHandlers):
     async def run(self, raw_input: RawValue = NO_INPUT, *extra: RawValue) -> SessionResult:
         params = self._session_input(raw_input)
         continued = workflow.info().continued_run_id is not None
-        if params.carry is not None and not continued and workflow.patched(STRICT_INPUT_PATCH):
+        if params.carry is not None and not continued:
             refuse(
                 "invalid SessionWorkflow input: carry: set by the session itself when it "
                 "continues-as-new; this run does not continue another",
                 INVALID_INPUT,
             )
-        if not self._input_read or not self._input_taken:
+        if not self._input_taken:
             self._read_input(params)
         if self._carry.started_at is None:
             self._carry.started_at = workflow.now()
@@ -470,7 +441,7 @@ class SessionWorkflow(PeopleHandlers):
         `<session>/turn-<n>`, from its carried state; it reports as a child turn does."""
         session = agent_input.session
         assert session is not None and session.scope is not None
-        running.token = self._turn_token()
+        running.token = workflow.uuid4().hex
         child_input = agent_input.model_copy(
             update={
                 "resume": carried,
@@ -488,8 +459,8 @@ class SessionWorkflow(PeopleHandlers):
         session_id = workflow.info().workflow_id
         turn_id = message.id
         turn_scope = f"{session_id}/turn-{carry.turns}"
-        inline = self._params.turns == "inline" and workflow.patched(INLINE_TURNS_PATCH)
-        token = "" if inline else self._turn_token()
+        inline = self._params.turns == "inline"
+        token = "" if inline else workflow.uuid4().hex
         agent_input = AgentInput(
             **{**self._params.agent.model_dump(), **message.overrides()},
             prompt=message.text,
@@ -522,11 +493,6 @@ class SessionWorkflow(PeopleHandlers):
             self._turn = InlineTurn(self, agent_input, self._events.for_turn(carry.turns))
             return
         await self._start_child_turn(agent_input, turn_scope, carry.turns)
-
-    @staticmethod
-    def _turn_token() -> str:
-        """A child turn's token (none in sessions recorded before tokens: they replay so)."""
-        return workflow.uuid4().hex if workflow.patched(TURN_TOKENS_PATCH) else ""
 
     async def _start_child_turn(self, agent_input: AgentInput, workflow_id: str, turn: int) -> None:
         """A turn as a child `AgentWorkflow`, which reports its end by signal (`turn_finished`)."""

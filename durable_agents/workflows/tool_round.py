@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -42,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop import approvals
     from durable_agents.loop.event_views import event_text
     from durable_agents.loop.kept_outputs import KeptOutput
-    from durable_agents.loop.policy import PolicyVerdict, denied_observation, verdict
+    from durable_agents.loop.policy import denied_observation, verdict
     from durable_agents.loop.progress import Round
     from durable_agents.loop.repetition import (
         observe_round,
@@ -56,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
         RefusedCall,
         plan_tool_calls,
     )
-    from durable_agents.workflows.callees.protocol import CallContext, Callee, CallResult
+    from durable_agents.workflows.callees.protocol import CallContext, Callee
     from durable_agents.workflows.delegation import ChildRequests, Delegated
     from durable_agents.workflows.human_gate import HumanGate
     from durable_agents.workflows.refusals import limits_context
@@ -64,9 +65,55 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.run_log import RunLog, ms_since
 
 
-PRECHECK_PATCH = "tool-precheck"
-"""Patch id of refusing a call its tool's precheck rejects instead of asking a person (see
-`_precheck`)."""
+CallOutcome = tuple[ToolStep, bool, "Delegated | None"]
+"""What one call of a round comes to: its step, whether its callee asked to end the run, and
+the child run it was (a sub-agent's)."""
+
+
+@dataclass
+class StepInProgress:
+    """What a call's `ToolStep` is made of, gathered as the call goes through the round."""
+
+    call: ToolCall
+    iteration: int
+    started: datetime
+    because: str | None = None
+    """Which rule (or the tool's definition, or its precheck) decided the call's fate, once
+    screened (None: refused before that)."""
+    delegated: Delegated | None = None
+    """The child run the call was, once it ran (a sub-agent's)."""
+
+    def step(
+        self,
+        observation: str,
+        status: StepStatus,
+        args: dict[str, Any] | None,
+        human: HumanDecision | None = None,
+    ) -> ToolStep:
+        """The call's step, ending now."""
+        return ToolStep(
+            policy=self.because,
+            child_workflow_id=self.delegated.workflow_id if self.delegated else None,
+            iteration=self.iteration,
+            call_id=self.call.id,
+            tool=self.call.name,
+            raw_arguments=self.call.arguments,
+            args=args,
+            observation=observation,
+            status=status,
+            started_at=self.started,
+            finished_at=workflow.now(),
+            human=human,
+        )
+
+
+@dataclass(frozen=True)
+class Cleared:
+    """A call cleared to run: the arguments it runs with (a person's edit, if any) and the
+    person's decision, where one was asked."""
+
+    args: dict[str, Any]
+    human: HumanDecision | None = None
 
 
 class ToolRound:
@@ -145,74 +192,80 @@ class ToolRound:
             spent_cost_usd=sum(costs) if costs else None,
         )
 
-    async def _run_call(
-        self, planned: PlannedCall, pad: Scratchpad
-    ) -> tuple[ToolStep, bool, Delegated | None]:
+    async def _run_call(self, planned: PlannedCall, pad: Scratchpad) -> CallOutcome:
         """One call: refused, answered by a person, or run (perhaps after approval). Returns
         its step, whether the callee asked to end the run, and the child run it was."""
-        started = workflow.now()
-        call = planned.call
-        iteration = pad.iteration
-
-        policy: PolicyVerdict | None = None
-        result: CallResult | None = None
-
-        def step(
-            observation: str,
-            status: StepStatus,
-            args: dict[str, Any] | None,
-            human: HumanDecision | None = None,
-        ) -> ToolStep:
-            child = result.delegated if result is not None else None
-            self._finished(call, status, observation)
-            return ToolStep(
-                policy=policy.because if policy else None,
-                child_workflow_id=child.workflow_id if child else None,
-                iteration=iteration,
-                call_id=call.id,
-                tool=call.name,
-                raw_arguments=call.arguments,
-                args=args,
-                observation=observation,
-                status=status,
-                started_at=started,
-                finished_at=workflow.now(),
-                human=human,
-            )
-
+        made = StepInProgress(planned.call, pad.iteration, workflow.now())
         if isinstance(planned, RefusedCall):
-            self._log_refusal(call, planned.observation, "refused")
-            return step(planned.observation, "error", None), False, None
-        callee = self._callees[call.name]
-        args = planned.args
-        human: HumanDecision | None = None
+            self._log_refusal(planned.call, planned.observation, "refused")
+            return self._ended(made, planned.observation, "error", None), False, None
+        callee = self._callees[planned.call.name]
+        cleared = await self._clear(made, callee, planned.args, pad)
+        if isinstance(cleared, ToolStep):
+            return cleared, False, None
+        return await self._invoke(made, callee, pad, cleared)
+
+    def _ended(
+        self,
+        made: StepInProgress,
+        observation: str,
+        status: StepStatus,
+        args: dict[str, Any] | None,
+        human: HumanDecision | None = None,
+    ) -> ToolStep:
+        """The call's step, once it ended (published as finished first)."""
+        self._finished(made.call, status, observation)
+        return made.step(observation, status, args, human)
+
+    async def _clear(
+        self, made: StepInProgress, callee: Callee, args: dict[str, Any], pad: Scratchpad
+    ) -> ToolStep | Cleared:
+        """Whether the call may run: its step when the run's policy denies it or it repeats a
+        success, else what `_ask_person` says where a person must be asked, else its
+        arguments as the model gave them."""
+        call = made.call
         policy = verdict(self._params.approval_policy, callee.definition, call.name, args)
+        made.because = policy.because
         if policy.action == "deny":
             self._log_refusal(call, policy.because, "denied")
-            return step(denied_observation(policy.because), "denied", args), False, None
+            return self._ended(made, denied_observation(policy.because), "denied", args)
         repeat = screen_repeat(pad.repetition, call.name, args, policy.repeat)
         if repeat.refusal is not None:
             self._log_refusal(call, "an identical call already succeeded", "refused as a repeat")
-            return step(repeat.refusal, "denied", args), False, None
+            return self._ended(made, repeat.refusal, "denied", args)
         if callee.asks_user or policy.action == "ask":
-            refusal = self._precheck(callee, call, args)
-            if refusal is not None:
-                policy = PolicyVerdict(policy.action, approvals.PRECHECK)
-                observation = approvals.precheck_observation(call.name, refusal)
-                return step(observation, "error", args), False, None
-            request, human = await self._wait_for_person(callee, call, args, repeat.repeat_of)
-            if not approvals.should_run(human):
-                status: StepStatus = (
-                    "rejected"
-                    if human.outcome == "rejected"
-                    else "error"
-                    if human.outcome == "timed_out" and human.timeout_action != "approve"
-                    else "ok"
-                )
-                observation = approvals.decision_observation(request, human)
-                return step(observation, status, args, human), False, None
-            args = human.executed_args or args
-        context = CallContext(self._params, pad, call, args, iteration, self._children)
+            return await self._ask_person(made, callee, args, repeat.repeat_of)
+        return Cleared(args)
+
+    async def _ask_person(
+        self,
+        made: StepInProgress,
+        callee: Callee,
+        args: dict[str, Any],
+        repeat_of: RepeatOf | None,
+    ) -> ToolStep | Cleared:
+        """A call that needs a person: its step when its tool's precheck refuses it (nobody is
+        asked) or the person's decision does not run it; else the arguments to run it with
+        (perhaps edited) and the decision."""
+        call = made.call
+        refusal = self._precheck(callee, call, args)
+        if refusal is not None:
+            made.because = approvals.PRECHECK
+            observation = approvals.precheck_observation(call.name, refusal)
+            return self._ended(made, observation, "error", args)
+        request, human = await self._wait_for_person(callee, call, args, repeat_of)
+        if not approvals.should_run(human):
+            observation = approvals.decision_observation(request, human)
+            return self._ended(made, observation, approvals.declined_status(human), args, human)
+        return Cleared(human.executed_args or args, human)
+
+    async def _invoke(
+        self, made: StepInProgress, callee: Callee, pad: Scratchpad, cleared: Cleared
+    ) -> CallOutcome:
+        """Run a cleared call through its callee; a failure that escapes it (the run fails or is
+        cancelled) is published as the call's end before it goes on."""
+        call, args, human = made.call, cleared.args, cleared.human
+        context = CallContext(self._params, pad, call, args, made.iteration, self._children)
         invoked = workflow.now()  # the call's latency, not the wait for a person before it
         self._started(call, args, invoked)
         try:
@@ -223,10 +276,12 @@ class ToolRound:
             ended = "cancelled" if is_cancelled_exception(error) else "error"
             self._finished(call, ended, str(error))
             raise
+        made.delegated = result.delegated
         self._log_tool(callee, call, result.status, invoked, truncated=result.truncated)
         note = approvals.edited_note(human) if human else None
         text = f"{note}\n{result.observation}" if note else result.observation
-        return step(text, result.status, args, human), result.stop_run, result.delegated
+        step = self._ended(made, text, result.status, args, human)
+        return step, result.stop_run, result.delegated
 
     # -- what the stream and `status` show of calls ----------------------------------------
 
@@ -271,9 +326,7 @@ class ToolRound:
 
         A precheck that raises (or returns something odd) is a bug in the tool: it is logged and
         the person is asked as if there were no precheck, so the workflow task never fails on
-        it. Refusing is behind the `tool-precheck` patch, asked only when a precheck refuses: a
-        run recorded before it asked a person about such a call and replays that way, and a run
-        whose prechecks all pass carries no patch marker."""
+        it."""
         tool = item.definition
         if tool is None or tool.options.precheck is None:
             return None
@@ -292,7 +345,7 @@ class ToolRound:
                 outcome="precheck_failed",
             )
             return None
-        if reason is None or not workflow.patched(PRECHECK_PATCH):
+        if reason is None:
             return None
         self._log_refusal(call, reason, "refused by precheck")
         return reason

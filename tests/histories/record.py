@@ -5,9 +5,10 @@
 Runs each scenario against a fresh dev server, the real worker (with the `time` MCP server,
 mcp-server-time over stdio, configured) and the fake model server, and writes `<scenario>.json`
 beside this file. A scenario with child runs writes the children's histories too, under the
-file names `WORKFLOW_IDS` lists (a history replays under its own workflow id). Re-record only
-when a change is *meant* to alter what the workflows do, and only once no run started by the
-old code can still be running anywhere (see README, "Changing workflow code").
+file names `WORKFLOW_IDS` lists (a history replays under its own workflow id). From the first
+release on, never re-record to make a change pass: a change to workflow code is patched or
+versioned so that these histories (and the users' own) still replay (docs/versioning.md); a new
+scenario is recorded and added beside them.
 """
 
 from __future__ import annotations
@@ -216,8 +217,7 @@ async def continue_as_new(client: Client, queue: str, model: fake.FakeOpenAIServ
 
 
 async def session(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
-    """A session with a child run per turn (recorded before inline turns, which replays through
-    the `inline-session-turns` patch; `turns: child` keeps it so when re-recorded)."""
+    """A session with a child run per turn (`turns: child`), continued as new after 30 events."""
     model.set_handler(echo_model)
     session_id = WORKFLOW_ID
     _, handle = await send_with_start(

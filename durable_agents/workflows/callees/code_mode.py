@@ -31,7 +31,9 @@ with workflow.unsafe.imports_passed_through():
         ScriptStepOutput,
     )
     from durable_agents.contracts.model_io import ModelReply, ToolSchema
+    from durable_agents.contracts.scratchpad import Scratchpad
     from durable_agents.loop import code_mode
+    from durable_agents.loop.code_mode import ScriptRequests
     from durable_agents.loop.tool_requests import ArgsSchema
     from durable_agents.workflows.callees.activity import failure_detail
     from durable_agents.workflows.callees.protocol import (
@@ -103,21 +105,10 @@ class CodeMode(PlainCallee):
             if made > self._limits.max_tool_calls:
                 return self._stopped(output, code_mode.calls_limit_error(self._limits))
             requests = code_mode.script_requests(context.call.id, waiting)
-            results: dict[int, str] = {}
-            if requests.calls:
-                reply = ModelReply(model="", tool_calls=[call for _, call in requests.calls])
-                done = await self._round.run(pad, reply)
-                if done.repeated_tool is not None:
-                    return self._stopped(
-                        output,
-                        f"the script repeated calls of {done.repeated_tool} too often; it was "
-                        "stopped",
-                    )
-                pad = pad.model_copy(update={"repetition": done.repetition or pad.repetition})
-                if done.stopped_by_tool is not None:
-                    return CallResult(done.stopped_by_tool, "ok", stop_run=True)
-                observed = {s.call_id: s.observation for s in done.steps}
-                results = {i: observed[call.id] for i, call in requests.calls}
+            answered = await self._answer_calls(pad, requests, output)
+            if isinstance(answered, CallResult):
+                return answered
+            pad, results = answered
             steps += 1
             resumed = base.model_copy(
                 update={"snapshot": step.snapshot, "results": results, "failed": requests.failed}
@@ -129,6 +120,27 @@ class CodeMode(PlainCallee):
             output.append(step.output)
         observation = code_mode.script_observation("".join(output), step.value, step.error)
         return CallResult(observation, "error" if step.status == "error" else "ok")
+
+    async def _answer_calls(
+        self, pad: Scratchpad, requests: ScriptRequests, output: list[str]
+    ) -> CallResult | tuple[Scratchpad, dict[int, str]]:
+        """Run the calls the script waits for as one round of tools: the run's scratchpad with
+        the round's repetitions and each result by the script's call id; or how the `run_code`
+        call ends (the round stopped on a repeat, or a tool ended the run)."""
+        if not requests.calls:
+            return pad, {}
+        reply = ModelReply(model="", tool_calls=[call for _, call in requests.calls])
+        done = await self._round.run(pad, reply)
+        if done.repeated_tool is not None:
+            return self._stopped(
+                output,
+                f"the script repeated calls of {done.repeated_tool} too often; it was stopped",
+            )
+        pad = pad.model_copy(update={"repetition": done.repetition or pad.repetition})
+        if done.stopped_by_tool is not None:
+            return CallResult(done.stopped_by_tool, "ok", stop_run=True)
+        observed = {s.call_id: s.observation for s in done.steps}
+        return pad, {i: observed[call.id] for i, call in requests.calls}
 
     def _stopped(self, output: list[str], why: str) -> CallResult:
         return CallResult(code_mode.script_observation("".join(output), None, why), "error")

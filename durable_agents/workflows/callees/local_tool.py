@@ -20,9 +20,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_agents.workflows.callees.protocol import CallContext, CallResult
 
-LOCAL_TOOLS_PATCH = "local-tools"
-"""Patch id of running `ToolOptions.local` tools as local activities (see `LocalTool.invoke`)."""
-
 
 def local_activity_error(
     activity_type: str, failure: ApplicationError | TimeoutError, options: ToolOptions
@@ -105,13 +102,9 @@ class LocalTool:
     async def _run(self, invocation: ToolInvocation, summary: str) -> ToolOutput:
         """A local activity for a tool that opted in (`ToolOptions.local`), otherwise a regular
         one on the tool's task queue. Both fail with an `ActivityError` (see
-        `local_activity_error`), so a failure reads the same way.
-
-        The local path is behind the `local-tools` patch, asked only for a `local=True` tool: a
-        run recorded before it scheduled such a call as a regular activity and replays that
-        way, and a run that never calls one carries no patch marker."""
+        `local_activity_error`), so a failure reads the same way."""
         options = self.options
-        if not (options.local and workflow.patched(LOCAL_TOOLS_PATCH)):
+        if not options.local:
             return await run_activity(self.name, options, invocation, summary)
         try:
             output: ToolOutput = await workflow.execute_local_activity(
