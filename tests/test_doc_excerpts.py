@@ -26,12 +26,13 @@ from scripts.doc_excerpts import (
 
 NAMED_IN_THE_ISSUE = {
     "quickstart-worker": "README.md",
-    "temporal-show": "README.md",
+    "temporal-show": "docs/getting-started/first-agent.md",
     "agent-run": "docs/cli.md",
     "agent-run-failed": "docs/cli.md",
     "http-events": "docs/http-api.md",
 }
-"""The excerpts issue 31 found drifting, each generated in the doc that shows it."""
+"""The excerpts issue 31 found drifting, each generated in a doc that shows it (the history of
+the first run moved from the README into the site's first-agent page with issue 34)."""
 
 
 async def test_every_generated_block_matches_a_fresh_run() -> None:
@@ -48,8 +49,11 @@ async def test_every_generated_block_matches_a_fresh_run() -> None:
 
 
 def test_the_drifted_excerpts_are_generated_where_the_issue_found_them() -> None:
-    where = {b.name: str(b.path.relative_to(doc_excerpts.ROOT)) for b in all_blocks()}
-    assert {name: where.get(name) for name in NAMED_IN_THE_ISSUE} == NAMED_IN_THE_ISSUE
+    where: dict[str, set[str]] = {}
+    for b in all_blocks():
+        where.setdefault(b.name, set()).add(str(b.path.relative_to(doc_excerpts.ROOT)))
+    for name, doc in NAMED_IN_THE_ISSUE.items():
+        assert doc in where.get(name, set()), f"{name} is not generated in {doc}"
 
 
 def test_a_changed_figure_is_stale_and_a_changed_clock_is_not(tmp_path: Path) -> None:

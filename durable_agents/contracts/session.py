@@ -142,10 +142,26 @@ class SessionInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    agent: AgentSettings = AgentSettings()
-    memory_max_turns: int = Field(default=20, ge=0, le=1000)
-    memory_max_tokens: int | None = Field(default=None, ge=100, le=200_000)
-    memory_mode: MemoryMode = "answers"
+    agent: AgentSettings = Field(
+        default=AgentSettings(),
+        description="How each turn's agent runs: every AgentWorkflow option but the prompt.",
+    )
+    memory_max_turns: int = Field(
+        default=20, ge=0, le=1000, description="The most earlier turns a turn remembers."
+    )
+    memory_max_tokens: int | None = Field(
+        default=None,
+        ge=100,
+        le=200_000,
+        description="The most estimated tokens of remembered messages; unset: no such limit.",
+    )
+    memory_mode: MemoryMode = Field(
+        default="answers",
+        description=(
+            "answers: each turn's question and answer, remembered once the turn has its answer; "
+            "answers_and_tools: with a compact note of the tools it used."
+        ),
+    )
     turns: TurnRuns = Field(
         default="inline",
         description=(
@@ -159,8 +175,14 @@ class SessionInput(BaseModel):
         default=50_000,
         ge=1,
         le=STORED.text_chars,  # today's 200 000 without a payload store
+        description="The longest message `send` takes; a longer one is refused.",
     )
-    continue_as_new_after_events: int = Field(default=2_000, ge=30, le=40_000)
+    continue_as_new_after_events: int = Field(
+        default=2_000,
+        ge=30,
+        le=40_000,
+        description="History events before the session continues-as-new between turns.",
+    )
     carry: SessionCarry | None = Field(
         default=None, description="Set by the workflow itself when it continues-as-new."
     )

@@ -221,11 +221,12 @@ def cli_commands() -> dict[str, list[str]]:
     from durable_agents.cli.main import build_parser
 
     parser = build_parser()
-    out = {"": [n for a in shown_actions(parser, set()) for n in a.option_strings]}
+    shared = [n for a in shown_actions(parser, set()) for n in a.option_strings]
+    out = {"": shared}
     for name, sub in subcommands(parser).items():
-        out[name] = [n for a in shown_actions(sub, set()) for n in a.option_strings] + [
-            str(a.metavar or a.dest) for a in shown_actions(sub, set()) if not a.option_strings
-        ]
+        own = shown_actions(sub, set(shared))
+        out[name] = [n for a in own for n in a.option_strings]
+        out[name] += [str(a.metavar or a.dest) for a in own if not a.option_strings]
     return out
 
 
@@ -241,9 +242,12 @@ def schema_fields(model: Any) -> list[tuple[str, str, str, str]]:
     required = set(schema.get("required", []))
     rows = []
     for name, prop in schema.get("properties", {}).items():
-        default = "required" if name in required else json.dumps(prop.get("default"))
+        value = prop.get("default")
+        default = "required" if name in required else json.dumps(value)
         if default == "null":
             default = "unset"
+        elif isinstance(value, dict) and len(default) > 60:
+            default = "each of its fields' defaults"
         rows.append((name, schema_type(prop, defs), default, prop.get("description", "")))
     return rows
 
