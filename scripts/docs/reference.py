@@ -511,8 +511,8 @@ def python_api_page() -> str:
         "agent-with-its-own-tool-in-python).",
     ]
     for module_name, names in public_names().items():
-        lines += ["", f"## `{module_name}`", "", f"::: {module_name}", "    options:"]
-        lines += ["      members: false", "      show_root_heading: false", ""]
+        lines += ["", f"::: {module_name}", "    options:", "      members: false"]
+        lines += ["      heading_level: 2", "      show_root_full_path: true", ""]
         for name, obj in names:
             where = getattr(obj, "__module__", module_name)
             if not (inspect.isclass(obj) or inspect.isfunction(obj)):
