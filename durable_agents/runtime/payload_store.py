@@ -7,9 +7,9 @@ server (each opens it with `external_storage`):
 - `file:<folder>`: `FileStorageDriver`, files in a folder every process can read (one machine,
   or a shared volume). The default when no Temporal server is configured (`make run`'s local
   or embedded dev server): `file:.temporal/payloads`, beside the dev server's database;
-- `s3://<bucket>`: the SDK's S3 driver (`temporalio.contrib.aws.s3driver`) through `aioboto3`,
-  configured by the standard `AWS_*` variables (`AWS_ENDPOINT_URL` for an S3-compatible
-  server); the bucket must exist;
+- `s3://<bucket>`: the SDK's S3 driver (`temporalio.contrib.aws.s3driver`) through `aioboto3`
+  (the `s3` extra), configured by the standard `AWS_*` variables (`AWS_ENDPOINT_URL` for an
+  S3-compatible server); the bucket must exist;
 - `off`: every payload stays in history (the default with a configured server).
 
 The data converter encrypts first and stores second, so with `AGENT_PAYLOAD_KEY` the store holds
