@@ -43,7 +43,7 @@ from durable_agents.runtime.codec import (
     parse_keyring,
 )
 from durable_agents.runtime.codec_server import CodecHTTPServer, main, server_from_env
-from durable_agents.runtime.settings import WorkerSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.runtime.temporal_client import connect
 from tests.conftest import BIN, started_workers
 
@@ -199,13 +199,15 @@ def test_data_converter_and_settings() -> None:
     assert decode_only.payload_codec.key_id is None
 
     text = base64.b64encode(key).decode()
-    settings = WorkerSettings.from_env({"AGENT_PAYLOAD_KEY": text, "AGENT_PAYLOAD_KEY_ID": "k9"})
+    settings = EnvironmentSettings.from_env(
+        {"AGENT_PAYLOAD_KEY": text, "AGENT_PAYLOAD_KEY_ID": "k9"}
+    )
     assert settings.payload_key is not None
     assert parse_key(settings.payload_key.get_secret_value()) == key
     assert settings.payload_key_id == "k9"
     assert text not in repr(settings)
-    assert WorkerSettings.from_env({}).payload_key is None
-    assert WorkerSettings.from_env({}).payload_key_id == "default"
+    assert EnvironmentSettings.from_env({}).payload_key is None
+    assert EnvironmentSettings.from_env({}).payload_key_id == "default"
 
     assert codec_from_env({}) is None
     env = {"AGENT_PAYLOAD_KEY": text, "AGENT_PAYLOAD_PREVIOUS_KEYS": f"old={generate_key()}"}
@@ -322,13 +324,10 @@ async def test_encrypted_run_works_and_history_holds_only_ciphertext(
         assert payload.metadata[KEY_ID_KEY] == b"test-key"
         assert SECRET not in payload.data
     # The calculator ran as a local activity: its result and summary are encrypted (above). In
-    # clear, by design (docs/encryption.md, "Not encrypted"): the patch the run took (a marker
-    # and the `TemporalChangeVersion` search attribute) and which activity ran, when and at
-    # which attempt.
+    # clear, by design (docs/encryption.md, "Not encrypted"): the SDK's marker data of which
+    # activity ran, when and at which attempt.
     clear = [json.loads(p.data) for p in encrypted_run.clear_payloads()]
     assert [d if isinstance(d, list) else d.get("activity_type") or d["id"] for d in clear] == [
-        "local-tools",
-        ["local-tools"],
         "calculator",
     ]
     assert SECRET.decode() not in json.dumps(clear)
