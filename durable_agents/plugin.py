@@ -174,9 +174,9 @@ class DurableAgentsPlugin(SimplePlugin):
     def _workspace_folder(self) -> Path:
         if self._workspace is not None:
             return self._workspace.resolve()
-        from durable_agents.runtime.settings import AgentSettings
+        from durable_agents.runtime.settings import EnvironmentSettings
 
-        folder = AgentSettings.from_env().workspace
+        folder = EnvironmentSettings.from_env().workspace
         folder.mkdir(parents=True, exist_ok=True)
         return folder.resolve()
 
@@ -184,6 +184,6 @@ class DurableAgentsPlugin(SimplePlugin):
 def _model_from_environment() -> ChatModel:
     """The model `worker.py` would use, from the same environment variables."""
     from durable_agents.runtime.models import chat_model_for
-    from durable_agents.runtime.settings import AgentSettings
+    from durable_agents.runtime.settings import EnvironmentSettings
 
-    return chat_model_for(AgentSettings.from_env())
+    return chat_model_for(EnvironmentSettings.from_env())

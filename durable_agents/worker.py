@@ -37,7 +37,7 @@ from durable_agents.runtime.extras import require
 from durable_agents.runtime.log_format import configure_logging
 from durable_agents.runtime.models import chat_model_for
 from durable_agents.runtime.payload_store import THRESHOLD, external_storage, store_spec
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.runtime.temporal_client import (
     DEFAULT_ADDRESS,
     connect_with_settings,
@@ -60,7 +60,7 @@ def address_flag(address: str | None) -> list[str]:
     return [] if address in (None, DEFAULT_ADDRESS) else ["--address", address]
 
 
-def start_command(settings: AgentSettings, address: str | None, cli: str) -> str:
+def start_command(settings: EnvironmentSettings, address: str | None, cli: str) -> str:
     """A ready-to-paste `temporal workflow start` command for this worker."""
     parts = ["workflow", "start", *address_flag(address)]
     parts += [
@@ -76,7 +76,7 @@ def start_command(settings: AgentSettings, address: str | None, cli: str) -> str
     return f"{cli} {shlex.join(parts)}"
 
 
-def command_server(settings: AgentSettings, namespace: str) -> CommandServer | None:
+def command_server(settings: EnvironmentSettings, namespace: str) -> CommandServer | None:
     """What the commands runs hand out name (AGENT_COMMAND_ADDRESS); None: the worker's own
     server (`runtime.workers.build_workers`)."""
     if settings.command_address is None:
@@ -95,7 +95,7 @@ def reuse_message(address: str) -> str:
 
 
 async def serve(
-    settings: AgentSettings, agents: Sequence[Agent[Any]] = (), deps: Any = None
+    settings: EnvironmentSettings, agents: Sequence[Agent[Any]] = (), deps: Any = None
 ) -> None:
     """Run the workers until SIGINT or SIGTERM: the engine's catalog, the modules of
     `AGENT_TOOL_MODULES`, and the application's `agents` (their tools get `deps` as
@@ -270,7 +270,7 @@ def main(agents: Sequence[Agent[Any]] = (), deps: Any = None) -> None:
     """The worker process: settings from the environment, then `serve` until a signal.
     `agents` and `deps`: the application's own (see the top-level worker.py)."""
     try:
-        settings = AgentSettings.from_env()
+        settings = EnvironmentSettings.from_env()
     except SettingsError as error:
         configure_logging()
         log.error("worker not started: %s", error)

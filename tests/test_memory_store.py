@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from pydantic import ValidationError
 
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.tools.builtin.memory import (
     ForgetArgs,
     RecallArgs,
@@ -266,10 +266,10 @@ async def test_postgres_connection_lost_is_transient_then_replaced(
 
 
 def test_memory_settings() -> None:
-    default = AgentSettings.from_env({})
+    default = EnvironmentSettings.from_env({})
     assert default.memory_database_url is None
     assert default.memory_database_path == Path(".data/memory.db")
-    custom = AgentSettings.from_env(
+    custom = EnvironmentSettings.from_env(
         {
             "MEMORY_DATABASE_URL": "postgresql://agent:pw-123@db:5432/memory",
             "MEMORY_DATABASE_PATH": "/data/memory.db",
@@ -280,7 +280,7 @@ def test_memory_settings() -> None:
     assert "pw-123" not in repr(custom)
     assert custom.memory_database_path == Path("/data/memory.db")
     with pytest.raises(SettingsError, match="MEMORY_DATABASE_URL: use a postgresql:// URL") as bad:
-        AgentSettings.from_env({"MEMORY_DATABASE_URL": "sqlite:///tmp/secret-name.db"})
+        EnvironmentSettings.from_env({"MEMORY_DATABASE_URL": "sqlite:///tmp/secret-name.db"})
     assert "secret-name" not in str(bad.value)
 
 

@@ -27,7 +27,7 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.runtime.models import chat_model_for
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.conftest import activity_types, local_activities, started_workers
@@ -139,7 +139,7 @@ async def test_the_model_reads_a_call_from_the_text(
 
 
 async def test_native_stays_the_default(server: FakeOpenAIServer) -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.base_url, "MODEL": "m-1"}
     )
     model = chat_model_for(settings)
@@ -155,7 +155,7 @@ async def test_native_stays_the_default(server: FakeOpenAIServer) -> None:
 
 
 def test_model_tool_calling_prompted_is_read_from_the_environment() -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"OPENAI_API_KEY": KEY, "MODEL_TOOL_CALLING": "prompted", "MODEL": "m-1"}
     )
     model = chat_model_for(settings)

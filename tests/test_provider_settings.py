@@ -10,7 +10,7 @@ import pytest
 
 from durable_agents.activities.model_router import ModelRouter
 from durable_agents.runtime.models import chat_model_for
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 
 PROVIDERS = {
     "ollama": {"base_url": "http://localhost:11434/v1", "api_key": "ollama-key-SECRET"},
@@ -19,7 +19,7 @@ PROVIDERS = {
 
 
 def test_providers_from_json_with_a_key_from_another_variable() -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"MODEL_PROVIDERS": json.dumps(PROVIDERS), "DEEPSEEK_KEY": "sk-deep-SECRET"}
     )
     providers = settings.providers
@@ -33,7 +33,7 @@ def test_providers_from_json_with_a_key_from_another_variable() -> None:
 def test_providers_from_a_file(tmp_path: Path) -> None:
     file = tmp_path / "providers.json"
     file.write_text(json.dumps({"local": {"base_url": "http://127.0.0.1:8000/v1"}}))
-    settings = AgentSettings.from_env({"MODEL_PROVIDERS_FILE": str(file)})
+    settings = EnvironmentSettings.from_env({"MODEL_PROVIDERS_FILE": str(file)})
     assert settings.providers["local"].base_url == "http://127.0.0.1:8000/v1"
 
 
@@ -57,16 +57,16 @@ def test_providers_from_a_file(tmp_path: Path) -> None:
 )
 def test_bad_provider_settings_are_named(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=None) as error:
-        AgentSettings.from_env(env)
+        EnvironmentSettings.from_env(env)
     assert message in str(error.value)
 
 
 def test_the_worker_routes_provider_names() -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"MODEL_PROVIDERS": json.dumps({"local": PROVIDERS["ollama"]})}
     )
     model = chat_model_for(settings)
     assert isinstance(model, ModelRouter) and model.providers == ["local"]
     assert model.default_model == "demo-offline"  # no OPENAI_API_KEY: the demo is the default
-    plain = chat_model_for(AgentSettings.from_env({}))
+    plain = chat_model_for(EnvironmentSettings.from_env({}))
     assert not isinstance(plain, ModelRouter)

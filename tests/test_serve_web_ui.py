@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from durable_agents.runtime.dev_server import DevServer, is_listening
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.servers.http_api.serve import UI_PORT_OFFSET, default_web_ui
 from testkit.crash_tools import free_port
 from testkit.eventually import eventually
@@ -106,10 +106,13 @@ async def test_serve_links_the_worker_s_web_ui(dev_server: DevServer) -> None:
 
 
 def test_the_web_ui_follows_the_settings() -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"TEMPORAL_DEV_PORT": "17233", "TEMPORAL_DEV_UI_PORT": "9000"}
     )
     assert default_web_ui("localhost:17233", settings) == "http://localhost:9000"
     assert default_web_ui("127.0.0.1:7233", settings) == "http://localhost:8233"
     assert default_web_ui("temporal.example:7233", settings) is None
-    assert default_web_ui("localhost:7233", AgentSettings.from_env({})) == "http://localhost:8233"
+    assert (
+        default_web_ui("localhost:7233", EnvironmentSettings.from_env({}))
+        == "http://localhost:8233"
+    )

@@ -1,6 +1,7 @@
-"""The one settings class (`runtime.settings.AgentSettings`) and connecting to Temporal through
-`temporalio.envconfig`: a `temporal.toml` profile and the standard variables reach the connect
-config (the environment overriding the file), secrets never print, invalid values are named."""
+"""The one settings class of the environment (`runtime.settings.EnvironmentSettings`) and
+connecting to Temporal through `temporalio.envconfig`: a `temporal.toml` profile and the
+standard variables reach the connect config (the environment overriding the file), secrets never
+print, invalid values are named."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.cli.connection import Target
 from durable_agents.runtime.codec import generate_key
 from durable_agents.runtime.codec_server import server_from_env
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.runtime.temporal_client import connect_with_settings, load_connection
 from durable_agents.runtime.tracing import tracing_enabled
 
@@ -65,9 +66,9 @@ def assert_no_secret(text: str) -> None:
 
 def test_defaults_and_parsing_from_an_explicit_mapping(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TASK_QUEUE", "from-os-environ")
-    defaults = AgentSettings.from_env({})
+    defaults = EnvironmentSettings.from_env({})
     assert defaults.task_queue == "agents"  # os.environ is not read when a mapping is given
-    assert AgentSettings.from_env().task_queue == "from-os-environ"
+    assert EnvironmentSettings.from_env().task_queue == "from-os-environ"
     assert (defaults.temporal_address, defaults.temporal_namespace) == (None, None)
     assert (defaults.dev_server_port, defaults.dev_server_ui_port) == (7233, 8233)
     assert defaults.dev_server_db == Path(".temporal/dev.db")
@@ -80,7 +81,7 @@ def test_defaults_and_parsing_from_an_explicit_mapping(monkeypatch: pytest.Monke
     )
     assert defaults.uses_demo_model and defaults.tool_modules == []
 
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {
             "TEMPORAL_ADDRESS": "  ",  # blank counts as unset
             "TASK_QUEUE": " q1 ",
@@ -119,17 +120,17 @@ def test_cache_affinity_is_auto_unless_the_setting_overrides_it(
     value: str | None, affinity: str
 ) -> None:
     env = {} if value is None else {"AGENT_CACHE_AFFINITY": value}
-    assert AgentSettings.from_env(env).cache_affinity == affinity
+    assert EnvironmentSettings.from_env(env).cache_affinity == affinity
 
 
 def test_an_unknown_cache_affinity_is_refused() -> None:
     with pytest.raises(SettingsError, match="AGENT_CACHE_AFFINITY"):
-        AgentSettings.from_env({"AGENT_CACHE_AFFINITY": "sometimes"})
+        EnvironmentSettings.from_env({"AGENT_CACHE_AFFINITY": "sometimes"})
 
 
 def test_invalid_values_are_named_and_never_echoed() -> None:
     with pytest.raises(SettingsError) as caught:
-        AgentSettings.from_env(
+        EnvironmentSettings.from_env(
             {
                 "TEMPORAL_DEV_PORT": "port-" + OPENAI_KEY,
                 "LOG_FORMAT": "xml",
@@ -154,7 +155,7 @@ def test_invalid_values_are_named_and_never_echoed() -> None:
 
 
 def test_secrets_never_print(caplog: pytest.LogCaptureFixture) -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {
             "TEMPORAL_API_KEY": API_KEY,
             "OPENAI_API_KEY": OPENAI_KEY,
@@ -186,21 +187,23 @@ def test_profile_file_and_environment_reach_the_connect_config(tmp_path: Path) -
     config_file = write_profiles(tmp_path)
     file_only = {"TEMPORAL_CONFIG_FILE": str(config_file)}
 
-    default = load_connection(AgentSettings.from_env(file_only))
+    default = load_connection(EnvironmentSettings.from_env(file_only))
     assert (default.address, default.namespace) == (
         "file-default.example:7233",
         "from-file-default",
     )
     assert default.api_key is None and default.tls is False
 
-    cloud = load_connection(AgentSettings.from_env({**file_only, "TEMPORAL_PROFILE": "cloud"}))
+    cloud = load_connection(
+        EnvironmentSettings.from_env({**file_only, "TEMPORAL_PROFILE": "cloud"})
+    )
     assert (cloud.address, cloud.namespace) == ("ns1.acct.tmprl.cloud:7233", "ns1.acct")
     assert cloud.api_key == SecretStr(FILE_API_KEY)
     assert cloud.tls is True  # an API key turns TLS on, as envconfig defines
 
     # the environment overrides the file, variable by variable
     overridden = load_connection(
-        AgentSettings.from_env(
+        EnvironmentSettings.from_env(
             {
                 **file_only,
                 "TEMPORAL_PROFILE": "cloud",
@@ -216,19 +219,21 @@ def test_profile_file_and_environment_reach_the_connect_config(tmp_path: Path) -
     assert overridden.tls is True
     assert dict(overridden.rpc_metadata) == {"x-team": "agents"}
     plain = load_connection(
-        AgentSettings.from_env({**file_only, "TEMPORAL_PROFILE": "cloud", "TEMPORAL_TLS": "false"})
+        EnvironmentSettings.from_env(
+            {**file_only, "TEMPORAL_PROFILE": "cloud", "TEMPORAL_TLS": "false"}
+        )
     )
     assert plain.tls is False and plain.api_key == SecretStr(FILE_API_KEY)
     moved = load_connection(
-        AgentSettings.from_env({**file_only, "TEMPORAL_ADDRESS": "other.example:7233"})
+        EnvironmentSettings.from_env({**file_only, "TEMPORAL_ADDRESS": "other.example:7233"})
     )
     assert (moved.address, moved.namespace) == ("other.example:7233", "from-file-default")
 
     # TLS options of the file (and TEMPORAL_TLS_* variables) become a TLSConfig
-    mtls = load_connection(AgentSettings.from_env({**file_only, "TEMPORAL_PROFILE": "mtls"}))
+    mtls = load_connection(EnvironmentSettings.from_env({**file_only, "TEMPORAL_PROFILE": "mtls"}))
     assert isinstance(mtls.tls, TLSConfig) and mtls.tls.domain == "sni.example"
     sni = load_connection(
-        AgentSettings.from_env(
+        EnvironmentSettings.from_env(
             {"TEMPORAL_ADDRESS": "x.example:7233", "TEMPORAL_TLS_SERVER_NAME": "other-sni"}
         )
     )
@@ -236,7 +241,7 @@ def test_profile_file_and_environment_reach_the_connect_config(tmp_path: Path) -
 
     # keyword arguments of the settings class take part too
     given = load_connection(
-        AgentSettings(temporal_config_file=config_file, temporal_profile="cloud")
+        EnvironmentSettings(temporal_config_file=config_file, temporal_profile="cloud")
     )
     assert given.address == "ns1.acct.tmprl.cloud:7233"
 
@@ -244,10 +249,10 @@ def test_profile_file_and_environment_reach_the_connect_config(tmp_path: Path) -
 def test_no_address_configured_leaves_the_choice_to_the_worker(tmp_path: Path) -> None:
     empty = tmp_path / "empty.toml"
     empty.write_text("")
-    connection = load_connection(AgentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(empty)}))
+    connection = load_connection(EnvironmentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(empty)}))
     assert connection.address is None  # the worker: localhost:7233 if it answers, else dev server
     assert connection.namespace == "default" and connection.tls is False
-    target = Target.resolve(AgentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(empty)}))
+    target = Target.resolve(EnvironmentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(empty)}))
     assert (target.address, target.namespace, target.task_queue) == (
         "localhost:7233",
         "default",
@@ -258,11 +263,11 @@ def test_no_address_configured_leaves_the_choice_to_the_worker(tmp_path: Path) -
 
 def test_cli_target_uses_the_profile_and_the_command_line(tmp_path: Path) -> None:
     env = {"TEMPORAL_CONFIG_FILE": str(write_profiles(tmp_path)), "TEMPORAL_PROFILE": "cloud"}
-    target = Target.resolve(AgentSettings.from_env(env))
+    target = Target.resolve(EnvironmentSettings.from_env(env))
     assert (target.address, target.namespace) == ("ns1.acct.tmprl.cloud:7233", "ns1.acct")
     assert target.connection.api_key == SecretStr(FILE_API_KEY)
     assert target.command_prefix() == "agent"  # another shell with this environment gets there
-    moved = Target.resolve(AgentSettings.from_env(env), "elsewhere:7233", "ns9", "q9")
+    moved = Target.resolve(EnvironmentSettings.from_env(env), "elsewhere:7233", "ns9", "q9")
     assert (moved.address, moved.namespace, moved.task_queue) == ("elsewhere:7233", "ns9", "q9")
     assert moved.connection.api_key == SecretStr(FILE_API_KEY)
     assert moved.command_prefix() == "agent --address elsewhere:7233 --namespace ns9"
@@ -273,16 +278,18 @@ def test_config_errors_name_the_variable_and_hide_the_key(tmp_path: Path) -> Non
     config_file = write_profiles(tmp_path)
     with pytest.raises(SettingsError, match="TEMPORAL_PROFILE: profile 'nope' not found"):
         load_connection(
-            AgentSettings.from_env(
+            EnvironmentSettings.from_env(
                 {"TEMPORAL_CONFIG_FILE": str(config_file), "TEMPORAL_PROFILE": "nope"}
             )
         )
     with pytest.raises(SettingsError, match="TEMPORAL_CONFIG_FILE: no such file"):
-        load_connection(AgentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(tmp_path / "no")}))
+        load_connection(
+            EnvironmentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(tmp_path / "no")})
+        )
     broken = tmp_path / "broken.toml"
     broken.write_text(f'[profile.default]\napi_key = "{FILE_API_KEY}\n')  # unterminated string
     with pytest.raises(SettingsError) as caught:
-        load_connection(AgentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(broken)}))
+        load_connection(EnvironmentSettings.from_env({"TEMPORAL_CONFIG_FILE": str(broken)}))
     assert "TEMPORAL_CONFIG_FILE" in str(caught.value) and "line 2" in str(caught.value)
     assert_no_secret(str(caught.value))
 
@@ -295,7 +302,7 @@ async def test_connects_to_a_real_server_through_a_profile_without_logging_the_k
 ) -> None:
     address = temporal_env.client.service_client.config.target_host
     config_file = write_profiles(tmp_path, cloud_address=address)
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {
             "TEMPORAL_CONFIG_FILE": str(config_file),
             "TEMPORAL_PROFILE": "cloud",
@@ -384,9 +391,9 @@ def test_the_address_pasted_commands_name_can_be_set() -> None:
     from durable_agents.contracts.command_server import CommandServer
     from durable_agents.worker import command_server
 
-    assert AgentSettings.from_env({}).command_address is None
-    assert command_server(AgentSettings.from_env({}), "default") is None
-    settings = AgentSettings.from_env({"AGENT_COMMAND_ADDRESS": "localhost:7233"})
+    assert EnvironmentSettings.from_env({}).command_address is None
+    assert command_server(EnvironmentSettings.from_env({}), "default") is None
+    settings = EnvironmentSettings.from_env({"AGENT_COMMAND_ADDRESS": "localhost:7233"})
     assert command_server(settings, "prod") == CommandServer(
         address="localhost:7233", namespace="prod"
     )

@@ -21,7 +21,7 @@ from durable_agents.contracts.messages import ChatMessage
 from durable_agents.contracts.model_io import ModelReply, ModelRequest, ToolSchema
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.runtime.models import chat_model_for
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from tests.test_stream_assembly import REPLIES
@@ -91,7 +91,7 @@ async def test_streamed_and_plain_replies_are_the_same(server: FakeOpenAIServer,
 
 
 async def test_model_streaming_false_sends_plain_requests(server: FakeOpenAIServer) -> None:
-    settings = AgentSettings.from_env(
+    settings = EnvironmentSettings.from_env(
         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": server.base_url, "MODEL_STREAMING": "false"}
     )
     model = chat_model_for(settings)
@@ -108,7 +108,7 @@ async def test_model_streaming_false_sends_plain_requests(server: FakeOpenAIServ
 
 
 def test_streaming_is_on_by_default() -> None:
-    settings = AgentSettings.from_env({"OPENAI_API_KEY": KEY})
+    settings = EnvironmentSettings.from_env({"OPENAI_API_KEY": KEY})
     model = chat_model_for(settings)
 
     assert settings.model_streaming is True

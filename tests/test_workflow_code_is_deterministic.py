@@ -139,7 +139,9 @@ def test_workflow_code_reads_no_clock_randomness_or_world(path: Path) -> None:
 
 # -- patches asked under the worker's configuration ----------------------------------------------
 
-CONFIGURATION = frozenset({"worker_catalog", "settings", "AgentSettings", "CATALOG", "catalog"})
+CONFIGURATION = frozenset(
+    {"worker_catalog", "settings", "EnvironmentSettings", "CATALOG", "catalog"}
+)
 """What reads the worker's configuration in workflow code: its catalog (`worker_catalog()`, the
 application's `CATALOG`, a `catalog` taken from either) and its settings."""
 EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)

@@ -30,7 +30,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_agents.cli.errors import CliError
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.runtime.payload_store import external_storage
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.runtime.temporal_client import (
     DEFAULT_ADDRESS,
     TemporalConnection,
@@ -60,7 +60,7 @@ class Target:
     address: str
     namespace: str
     task_queue: str
-    settings: AgentSettings = field(repr=False, compare=False)
+    settings: EnvironmentSettings = field(repr=False, compare=False)
     connection: TemporalConnection = field(repr=False, compare=False)
     configured_address: str = field(default=DEFAULT_ADDRESS, repr=False, compare=False)
     configured_namespace: str = field(default="default", repr=False, compare=False)
@@ -68,7 +68,7 @@ class Target:
     @classmethod
     def resolve(
         cls,
-        settings: AgentSettings,
+        settings: EnvironmentSettings,
         address: str | None = None,
         namespace: str | None = None,
         task_queue: str | None = None,

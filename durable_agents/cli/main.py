@@ -35,7 +35,7 @@ from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.contracts.workflow_ids import id_problem
 from durable_agents.runtime.extras import MissingExtra
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.servers.a2a_gateway import command as a2a_gateway
 from durable_agents.servers.http_api import serve as http_serve
 from durable_agents.servers.mcp_gateway import command as mcp_gateway
@@ -254,7 +254,7 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         target = Target.resolve(
-            AgentSettings.from_env(), args.address, args.namespace, args.task_queue
+            EnvironmentSettings.from_env(), args.address, args.namespace, args.task_queue
         )
         ctx = commands.Context(target, json=args.json)
         return asyncio.run(with_payload_stores(handler(args, ctx)))

@@ -35,7 +35,7 @@ from durable_agents.cli.commands import Context
 from durable_agents.cli.connection import connect, open_store
 from durable_agents.cli.errors import CLI_ERROR, OK, RUN_FAILED, CliError
 from durable_agents.runtime.codec import data_converter
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.tools.catalog import CATALOG
 from durable_agents.workflows.agent_workflow import AgentWorkflow
 from durable_agents.workflows.session_workflow import SessionWorkflow
@@ -107,7 +107,7 @@ def failure_text(failure: BaseException) -> str:
     return (found.group(1) if found else (text.splitlines() or [""])[0])[:500]
 
 
-def load_tool_modules(settings: AgentSettings) -> None:
+def load_tool_modules(settings: EnvironmentSettings) -> None:
     """Import the modules `AGENT_TOOL_MODULES` names, as the worker does (they register their
     tools in the application's catalog)."""
     for module in settings.tool_modules:

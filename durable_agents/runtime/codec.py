@@ -42,7 +42,7 @@ from durable_agents.runtime.payload_keys import PREVIOUS_KEYS_ENV as PREVIOUS_KE
 from durable_agents.runtime.payload_keys import generate_key as generate_key
 from durable_agents.runtime.payload_keys import parse_key as parse_key
 from durable_agents.runtime.payload_keys import parse_keyring as parse_keyring
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -184,11 +184,11 @@ def data_converter(
 
 def codec_from_env(env: Mapping[str, str] | None = None) -> EncryptionCodec | None:
     """The codec that AGENT_PAYLOAD_KEY, AGENT_PAYLOAD_KEY_ID and AGENT_PAYLOAD_PREVIOUS_KEYS
-    describe (read by `runtime.settings.AgentSettings`); None when no key is set."""
-    return codec_for(AgentSettings.from_env(env))
+    describe (read by `runtime.settings.EnvironmentSettings`); None when no key is set."""
+    return codec_for(EnvironmentSettings.from_env(env))
 
 
-def codec_for(settings: AgentSettings) -> EncryptionCodec | None:
+def codec_for(settings: EnvironmentSettings) -> EncryptionCodec | None:
     """The codec of the settings' payload keys; None when no key is set."""
     key, previous = settings.payload_key_bytes, settings.previous_keys
     if key is None and not previous:

@@ -49,7 +49,7 @@ from durable_agents.runtime.payload_store import (
     external_storage,
     retrieve,
 )
-from durable_agents.runtime.settings import AgentSettings, SettingsError
+from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.runtime.temporal_client import payload_store_of
 
 try:
@@ -280,7 +280,7 @@ class CodecHTTPServer:
 
 
 def server_for(
-    settings: AgentSettings,
+    settings: EnvironmentSettings,
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     origins: Iterable[str] = DEFAULT_ORIGINS,
@@ -306,7 +306,7 @@ def server_from_env(
     env: Mapping[str, str] | None = None,
 ) -> CodecHTTPServer:
     """`server_for` the settings of `env` (default: `os.environ`)."""
-    return server_for(AgentSettings.from_env(env), host, port, origins)
+    return server_for(EnvironmentSettings.from_env(env), host, port, origins)
 
 
 async def _serve(server: CodecHTTPServer) -> None:
@@ -337,7 +337,7 @@ async def _serve(server: CodecHTTPServer) -> None:
         await server.close()
 
 
-def _configure_logging(settings: AgentSettings | None) -> None:
+def _configure_logging(settings: EnvironmentSettings | None) -> None:
     """LOG_LEVEL / LOG_FORMAT, unless logging is set up already (e.g. when embedded)."""
     if logging.getLogger().handlers:
         return
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     try:
-        settings = AgentSettings.from_env()
+        settings = EnvironmentSettings.from_env()
     except SettingsError as error:
         _configure_logging(None)
         log.error("codec server not started: %s", error)

@@ -9,7 +9,7 @@ from durable_agents.activities.demo_model import DemoChatModel
 from durable_agents.activities.model_router import ModelRouter
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.runtime.providers import ProviderSettings
-from durable_agents.runtime.settings import DEFAULT_OPENAI_MODEL, WorkerSettings
+from durable_agents.runtime.settings import DEFAULT_OPENAI_MODEL, EnvironmentSettings
 
 
 def with_providers(
@@ -31,14 +31,14 @@ def with_providers(
     return ModelRouter(default, backends)
 
 
-def chat_model_for(settings: WorkerSettings) -> ChatModel:
+def chat_model_for(settings: EnvironmentSettings) -> ChatModel:
     """The worker's model backend: the demo or the configured endpoint, plus the providers."""
     return with_providers(
         default_chat_model(settings), settings.providers, streaming=settings.model_streaming
     )
 
 
-def default_chat_model(settings: WorkerSettings) -> ChatModel:
+def default_chat_model(settings: EnvironmentSettings) -> ChatModel:
     if settings.openai_api_key is None:
         return DemoChatModel()
     return OpenAIChatModel(

@@ -1,10 +1,10 @@
 """The configuration of every process of the project (worker, `agent` CLI, codec server), read
 once from the environment by one `pydantic-settings` class.
 
-`AgentSettings.from_env()` reads `os.environ`; `AgentSettings.from_env({...})` reads only the
-mapping it is given (tests). Blank values count as unset. Invalid values fail at once with a
-`SettingsError` that names the variable and never echoes its value; secrets are `SecretStr`, so
-they print as `**********` in `repr`, `str` and logs.
+`EnvironmentSettings.from_env()` reads `os.environ`; `EnvironmentSettings.from_env({...})` reads
+only the mapping it is given (tests). Blank values count as unset. Invalid values fail at once
+with a `SettingsError` that names the variable and never echoes its value; secrets are
+`SecretStr`, so they print as `**********` in `repr`, `str` and logs.
 
 How the worker and the CLI reach Temporal (address, namespace, API key, TLS, profiles in a
 `temporal.toml`) is resolved by `temporalio.envconfig`, as the `temporal` CLI does: see
@@ -92,8 +92,10 @@ def _env(name: str, **kwargs: Any) -> Any:
     return Field(validation_alias=name, **kwargs)
 
 
-class AgentSettings(BaseSettings):
-    """Everything the worker, the `agent` CLI and the codec server read from the environment.
+class EnvironmentSettings(BaseSettings):
+    """Everything the worker, the `agent` CLI and the codec server read from the environment
+    (not to be confused with `contracts.agent_input.AgentSettings`: how one run runs, in its
+    input).
 
     Each field is read from the environment variable named by its alias; its docstring says what
     it does. The settings reference of the documentation site (docs/reference/settings.md) is
@@ -234,7 +236,7 @@ class AgentSettings(BaseSettings):
         return init_settings, env_settings
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> AgentSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> EnvironmentSettings:
         """The settings of `env` (default: `os.environ`), or a `SettingsError` naming every
         invalid variable."""
         environ = dict(os.environ if env is None else env)
@@ -321,7 +323,7 @@ class AgentSettings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _deployment_pair(self) -> AgentSettings:
+    def _deployment_pair(self) -> EnvironmentSettings:
         if (self.deployment_name is None) != (self.build_id is None):
             missing = "AGENT_BUILD_ID" if self.build_id is None else "AGENT_DEPLOYMENT_NAME"
             raise ValueError(
@@ -391,10 +393,6 @@ class AgentSettings(BaseSettings):
             else:
                 environ[name] = value
         return environ
-
-
-WorkerSettings = AgentSettings
-"""The former name of `AgentSettings` (the same class)."""
 
 
 def describe_settings_error(error: ValidationError) -> str:

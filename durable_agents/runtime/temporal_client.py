@@ -28,7 +28,7 @@ from temporalio.service import TLSConfig
 
 from durable_agents.runtime.codec import DEFAULT_KEY_ID, data_converter
 from durable_agents.runtime.payload_store import StoreSpec, external_storage, store_spec
-from durable_agents.runtime.settings import DEFAULT_NAMESPACE, AgentSettings, SettingsError
+from durable_agents.runtime.settings import DEFAULT_NAMESPACE, EnvironmentSettings, SettingsError
 
 log = logging.getLogger("temporal_client")
 
@@ -92,7 +92,7 @@ def engine_client(client: Client) -> Client:
     return Client(**config)
 
 
-def _safe_config_error(error: BaseException, settings: AgentSettings) -> str:
+def _safe_config_error(error: BaseException, settings: EnvironmentSettings) -> str:
     """The first line of an envconfig error (a TOML parse error quotes the offending line of the
     file, which may hold the API key), with any known secret masked."""
     text = (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -104,7 +104,7 @@ def _safe_config_error(error: BaseException, settings: AgentSettings) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def load_connection(settings: AgentSettings) -> TemporalConnection:
+def load_connection(settings: EnvironmentSettings) -> TemporalConnection:
     """The connection the settings describe, resolved by `temporalio.envconfig`: the profile
     (`TEMPORAL_PROFILE`, default "default") of the config file, then the environment on top.
     Raises `SettingsError` naming the variable when the file or the profile is wrong."""
@@ -164,7 +164,7 @@ async def connect(
 
 
 async def connect_with_settings(
-    settings: AgentSettings,
+    settings: EnvironmentSettings,
     connection: TemporalConnection | None = None,
     *,
     interceptors: Sequence[Interceptor] = (),
@@ -195,7 +195,7 @@ async def connect_with_settings(
 
 
 def payload_store_of(
-    settings: AgentSettings, connection: TemporalConnection | None = None
+    settings: EnvironmentSettings, connection: TemporalConnection | None = None
 ) -> StoreSpec:
     """The payload store `AGENT_PAYLOAD_STORE` names, or its default: `file:.temporal/payloads`
     when nothing names a server (a local dev server, embedded or found), else off."""
@@ -205,7 +205,7 @@ def payload_store_of(
 
 @asynccontextmanager
 async def open_payload_store(
-    settings: AgentSettings, connection: TemporalConnection | None = None
+    settings: EnvironmentSettings, connection: TemporalConnection | None = None
 ) -> AsyncIterator[ExternalStorage | None]:
     """The external storage every process of the project opens the same way (worker, CLI,
     codec server), for `connect_with_settings(external_storage=...)`."""

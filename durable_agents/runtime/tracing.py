@@ -13,22 +13,24 @@ from collections.abc import Mapping
 from temporalio.client import Interceptor
 
 from durable_agents.runtime.extras import require
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 
 SERVICE_NAME = "durable-agents"
 
 
-def _settings(source: AgentSettings | Mapping[str, str] | None) -> AgentSettings:
-    return source if isinstance(source, AgentSettings) else AgentSettings.from_env(source)
+def _settings(source: EnvironmentSettings | Mapping[str, str] | None) -> EnvironmentSettings:
+    return (
+        source if isinstance(source, EnvironmentSettings) else EnvironmentSettings.from_env(source)
+    )
 
 
-def tracing_enabled(source: AgentSettings | Mapping[str, str] | None = None) -> bool:
+def tracing_enabled(source: EnvironmentSettings | Mapping[str, str] | None = None) -> bool:
     """`OTEL_ENABLED` of the settings (or of an environment mapping; default `os.environ`)."""
     return _settings(source).otel_enabled
 
 
 def tracing_interceptors(
-    source: AgentSettings | Mapping[str, str] | None = None,
+    source: EnvironmentSettings | Mapping[str, str] | None = None,
 ) -> list[Interceptor]:
     """The client (and so worker) interceptors for tracing: none unless `OTEL_ENABLED`."""
     settings = _settings(source)

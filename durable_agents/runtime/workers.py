@@ -43,7 +43,7 @@ from durable_agents.activities.turn_forwarding import forward_to_turn
 from durable_agents.activities.worker_policy import worker_policy_activity
 from durable_agents.contracts.command_server import CommandServer
 from durable_agents.contracts.policy import WorkerPolicy
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.tools.catalog import CATALOG, Catalog
 from durable_agents.tools.definition import Tool
 from durable_agents.tools.memory_store import MemoryStore
@@ -156,7 +156,7 @@ a session, open for days, moves to the current build at its next workflow task (
 changes are behind `workflow.patched`, so the new build replays its history)."""
 
 
-def deployment_config(settings: AgentSettings) -> WorkerDeploymentConfig | None:
+def deployment_config(settings: EnvironmentSettings) -> WorkerDeploymentConfig | None:
     """The Worker Deployment version `AGENT_DEPLOYMENT_NAME` and `AGENT_BUILD_ID` name (None:
     an unversioned worker)."""
     if settings.deployment_name is None or settings.build_id is None:

@@ -2,7 +2,7 @@
 
 Each function returns one page's Markdown:
 
-- `settings_page`: every field of `durable_agents.runtime.settings.AgentSettings` (its
+- `settings_page`: every field of `durable_agents.runtime.settings.EnvironmentSettings` (its
   environment variable, type, default and docstring);
 - `cli_page`: every command of the `agent` parser (`durable_agents.cli.main.build_parser`) with
   its arguments and flags;
@@ -99,9 +99,11 @@ def default_text(field: FieldInfo) -> str:
 
 def settings_fields() -> list[tuple[str, FieldInfo]]:
     """(environment variable, field) for every setting, in the class's order."""
-    from durable_agents.runtime.settings import AgentSettings
+    from durable_agents.runtime.settings import EnvironmentSettings
 
-    return [(str(f.validation_alias or name), f) for name, f in AgentSettings.model_fields.items()]
+    return [
+        (str(f.validation_alias or name), f) for name, f in EnvironmentSettings.model_fields.items()
+    ]
 
 
 def settings_page() -> str:
@@ -114,7 +116,7 @@ def settings_page() -> str:
         "",
         inspect.cleandoc(settings.__doc__ or ""),
         "",
-        "Every variable below is a field of `durable_agents.runtime.settings.AgentSettings`; "
+        "Every variable below is a field of `durable_agents.runtime.settings.EnvironmentSettings`; "
         "the worker, the `agent` CLI and the codec server read the same ones.",
         "",
         "| variable | type | default | meaning |",

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from durable_agents.runtime.extras import require
-from durable_agents.runtime.settings import AgentSettings
+from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
 
 DEFAULT_HOST = "127.0.0.1"
@@ -57,7 +57,7 @@ UI_PORT_OFFSET = 1000
 """`temporal server start-dev` serves its Web UI on its port + 1000 unless told `--ui-port`."""
 
 
-def default_web_ui(address: str, settings: AgentSettings) -> str | None:
+def default_web_ui(address: str, settings: EnvironmentSettings) -> str | None:
     """The Web UI of the Temporal server at `address`, found from the settings the worker uses
     (`runtime/settings.py`), or None for a server that is not on this machine:
 
