@@ -24,15 +24,20 @@ from typing import IO, Any, cast
 
 import anyio
 import httpx2
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation
 from pydantic import ValidationError
 
 from durable_agents.activities.mcp_config import McpServerConfig, StdioServerConfig
 from durable_agents.contracts.mcp import McpToolSpec
+from durable_agents.runtime.extras import MissingExtra
+
+try:  # the `mcp` extra: without it, importing this module says so in one line
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, CallToolResult, Implementation
+except ImportError:
+    raise MissingExtra("McpServers (MCP servers as tools)", "mcp") from None
 
 log = logging.getLogger("mcp_servers")
 
