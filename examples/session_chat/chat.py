@@ -24,6 +24,7 @@ from examples.session_chat.agent import session_settings
 from examples.session_chat.worker import TASK_QUEUE
 
 
+# --8<-- [start:session]
 async def open_session(
     agents: AgentClient, session_id: str, task_queue: str = TASK_QUEUE
 ) -> SessionHandle:
@@ -44,6 +45,7 @@ async def chat(session: SessionHandle, lines: Iterable[str]) -> list[str]:
         print(f"[turn {turn.turn}] {turn.answer}", flush=True)
         answers.append(turn.answer or "")
     return answers
+# --8<-- [end:session]
 
 
 async def main(session_id: str) -> None:
