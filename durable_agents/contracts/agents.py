@@ -37,8 +37,7 @@ class ParentLink(BaseModel):
     call_key: str
     token: str = ""
     """Made by the parent when it starts the child, and sent back in each `child_pending`: a
-    report without it is not from a child the parent started (runs started before the token
-    existed have none)."""
+    report without it is not from a child the parent started."""
 
 
 class ChildPending(BaseModel):
