@@ -1,0 +1,1 @@
+"""An agent on a real OpenAI-compatible model, configured on the worker (issue 34)."""
