@@ -21,8 +21,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agents.cli import render
 from durable_agents.cli.live_text import LiveCall, LiveText, StreamText, model_calls_in_flight
+from durable_agents.client import render
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
 from durable_agents.contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply

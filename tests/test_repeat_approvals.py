@@ -12,7 +12,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from durable_agents.cli.render import approval_prompt, pending_block
+from durable_agents.client.render import approval_prompt, pending_block
 from durable_agents.contracts.approvals import PendingRequest, RepeatOf
 from durable_agents.contracts.events import ApprovalRequested
 from durable_agents.runtime.event_stream import read_events

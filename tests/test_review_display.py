@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from durable_agents.cli import render
+from durable_agents.client import render
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.plan import Plan

@@ -11,8 +11,8 @@ import uuid
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from durable_agents.cli.errors import CliError
 from durable_agents.contracts.session import SessionStatus
+from durable_agents.errors import NotStartedHere
 from durable_agents.servers.run_control import Paused, RunControl, run_input
 from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import AgentProfiles
@@ -57,10 +57,10 @@ async def test_follow_run_tells_a_running_tool_from_the_stream_and_records_nothi
     step = next(i for i, n in enumerate(notes) if "reports_progress" in n and "→ did 2" in n)
     assert notes.index('→ reports_progress {"steps": 2} started (call rc1)') < step
     assert any("write_file" in n and "waits for approval (call w1)" in n for n in notes[step:])
-    history = await handle.fetch_history()
+    history = await handle.workflow.fetch_history()
     kinds = {e.event_type for e in history.events}
     assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED not in kinds
-    await handle.terminate("test over")
+    await handle.workflow.terminate("test over")
 
 
 async def test_send_refuses_a_session_another_server_started(
@@ -72,7 +72,7 @@ async def test_send_refuses_a_session_another_server_started(
         "SessionWorkflow", {}, id=f"outsider-{uuid.uuid4()}", task_queue=streamed.task_queue
     )
     control = RunControl(streamed.client, streamed.task_queue, "mcp", AgentProfiles())
-    with pytest.raises(CliError, match="was not started through the MCP gateway"):
+    with pytest.raises(NotStartedHere, match="was not started through the MCP gateway"):
         await control.send(outsider.id, "hello")
     status = await outsider.query("status", result_type=SessionStatus)
     assert (status.turns, status.queued) == (0, 0)

@@ -11,64 +11,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import (
     Client,
-    WithStartWorkflowOperation,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateHandle,
-    WorkflowUpdateStage,
 )
-from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.service import RPCError
 
-from durable_agents.cli.connection import RunHandle, connect, explain_rpc
-from durable_agents.cli.errors import OK, CliError
+from durable_agents.cli.errors import OK
 from durable_agents.cli.lines import LineReader
-from durable_agents.cli.outcome import RunOutcome
-from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher, user_reason
+from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.connection import connect
+from durable_agents.client.outcome import RunOutcome
+from durable_agents.client.workflow_calls import send_message
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
-from durable_agents.loop.summaries import first_line
 
-SESSION_TYPE = "SessionWorkflow"
 END_COMMANDS = ("/end",)
 QUIT_COMMANDS = ("/quit", "/exit")
-
-
-async def send(
-    client: Client,
-    session_id: str,
-    task_queue: str,
-    text: str,
-    by: str | None,
-    memo: Mapping[str, Any] | None = None,
-) -> WorkflowUpdateHandle[TurnResult]:
-    """Send one message, starting the session if needed (with `memo`, when it starts: what
-    started it); returns once it is accepted."""
-    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-        SESSION_TYPE,
-        {},
-        id=session_id,
-        task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        memo=memo,
-        static_summary=first_line(text),  # kept only when this starts it
-    )
-    try:
-        return await client.start_update_with_start_workflow(
-            "send",
-            {"text": text, "by": by},
-            start_workflow_operation=start,
-            wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-            result_type=TurnResult,
-        )
-    except WorkflowUpdateFailedError as error:
-        raise CliError(f"message refused: {user_reason(error)}") from None
-    except RPCError as error:
-        raise explain_rpc(error, session_id, "cannot send the message") from None
 
 
 async def running_turn(
@@ -127,7 +87,7 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
             await client.get_workflow_handle(session_id).signal("end", {"by": args.by})
             console.line(f"session {session_id} ended")
             return OK
-        update = await send(client, session_id, ctx.target.task_queue, text, args.by)
+        update = await send_message(client, session_id, ctx.target.task_queue, text, args.by)
         answered = asyncio.ensure_future(update.result())
         turn = await running_turn(client, session_id, answered)
         view = None

@@ -6,7 +6,6 @@ printed and asked again."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 from collections.abc import Awaitable, Callable
@@ -15,13 +14,11 @@ from typing import Any, Protocol
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from durable_agents.cli.connection import RunHandle, explain_rpc
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.connection import explain_rpc
+from durable_agents.client.workflow_calls import SEND_TIMEOUT_SECONDS, send_result
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
-from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
-from durable_agents.loop.review_display import escape_text
-from durable_agents.loop.summaries import shorten
 
-SEND_TIMEOUT_SECONDS = 15.0
 ERROR_PREFIX = "!"
 """A line starting with it is the tool's error message, not its result."""
 
@@ -39,16 +36,6 @@ class Asker(Protocol):
     def _give_up(self, request: PendingRequest, why: str) -> None: ...
 
 
-def pending_lines(request: PendingRequest) -> list[str]:
-    """`  ⇄ get_location {"accuracy": "city"} waits for the client (call c1)`."""
-    args = escape_text(shorten(json.dumps(request.args, ensure_ascii=False), 300))
-    expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
-    return [
-        f"  ⇄ client tool {escape_text(request.tool)} {args} waits for its result "
-        f"(call {escape_text(request.call_id)}{expires})"
-    ]
-
-
 def read_answer(line: str, call_id: str) -> dict[str, Any] | str:
     """The `tool_result` payload a typed line means, or why it means none."""
     text = line.strip()
@@ -62,14 +49,6 @@ def read_answer(line: str, call_id: str) -> dict[str, Any] | str:
     except json.JSONDecodeError as error:
         return f'not JSON: {error} (a string result is quoted: "..."; an error: ! message)'
     return {"call_id": call_id, "result": result}
-
-
-async def send_result(handle: RunHandle, payload: dict[str, Any]) -> HumanDecision:
-    """Run the `tool_result` update: the recorded answer, or an exception saying why not."""
-    return await asyncio.wait_for(
-        handle.execute_update(CLIENT_TOOL_RESULT_UPDATE, payload, result_type=HumanDecision),
-        timeout=SEND_TIMEOUT_SECONDS,
-    )
 
 
 async def answer(

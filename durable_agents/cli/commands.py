@@ -4,7 +4,6 @@ exit code; anything the user should read as an error is raised as `CliError`."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shlex
 import sys
@@ -14,18 +13,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pydantic import ValidationError
-from temporalio.client import (
-    RPCTimeoutOrCancelledError,
-    WorkflowExecutionStatus,
-    WorkflowQueryFailedError,
-)
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_agents.cli import render
-from durable_agents.cli.connection import (
+from durable_agents.cli.errors import DETACHED, OK, CliError, exit_code_of
+from durable_agents.cli.lines import LineReader
+from durable_agents.cli.progress import (
+    Answerer,
+    Console,
+    ProgressView,
+    Watcher,
+)
+from durable_agents.client import render
+from durable_agents.client.connection import (
     QUERY_TIMEOUT,
-    RunHandle,
     Target,
     connect,
     describe,
@@ -33,28 +35,22 @@ from durable_agents.cli.connection import (
     is_running,
     status_name,
 )
-from durable_agents.cli.errors import DETACHED, OK, CliError
-from durable_agents.cli.lines import LineReader
-from durable_agents.cli.outcome import RunOutcome, await_outcome
-from durable_agents.cli.progress import (
-    Answerer,
-    Console,
-    ProgressView,
-    Watcher,
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.workflow_calls import (
+    CLOSED_QUERY_TIMEOUT_SECONDS,
+    WORKFLOW_TYPE,
+    pending_requests,
+    query_status,
+    run_details,
+    run_summary,
+    status_from_result,
 )
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agent_result import AgentResult
-from durable_agents.contracts.agent_status import AgentStatus
-from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.payload_limits import limits_context_of
 from durable_agents.loop.output import schema_problem
-from durable_agents.loop.summaries import first_line
 from durable_agents.loop.validation_errors import describe_validation_error
-
-WORKFLOW_TYPE = "AgentWorkflow"
-SUMMARY_CHARS = 100
-DETAILS_PROMPT_CHARS = 2000
-CLOSED_QUERY_TIMEOUT_SECONDS = 3.0
 
 
 @dataclass
@@ -129,32 +125,6 @@ def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[s
     return payload
 
 
-def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return render.shorten(text, 200).replace("|", "\\|")
-
-
-def run_details(payload: dict[str, Any], by: str | None, via: str = "`agent run`") -> str:
-    """The run's static details for the Web UI: the prompt and the settings, in Markdown;
-    `via` says what started it."""
-    prompt = render.shorten(payload["prompt"], DETAILS_PROMPT_CHARS, one_line=False)
-    rows = [
-        ("model", payload.get("model") or "worker default"),
-        ("tools", ", ".join(payload["tools"]) if "tools" in payload else "all registered"),
-        ("max iterations", payload.get("max_iterations", 10)),
-    ]
-    shown = {"prompt", "model", "tools", "max_iterations", "output_schema"}
-    if "output_schema" in payload:
-        rows.append(("output schema", "given (the answer is validated JSON)"))
-    rows += [(k.replace("_", " "), v) for k, v in payload.items() if k not in shown]
-    table = "\n".join(f"| {name} | {_cell(value)} |" for name, value in rows)
-    who = f" by {by}" if by else ""
-    return (
-        f"**Prompt**\n\n{prompt}\n\n| setting | value |\n| --- | --- |\n{table}\n\n"
-        f"Started{who} with {via}."
-    )
-
-
 # -- following runs ----------------------------------------------------------------------------
 
 
@@ -182,7 +152,7 @@ async def follow(
     view.outcome(outcome, show_answer=not ctx.json)
     if ctx.json:
         ctx.emit(outcome.to_json())
-    return outcome.exit_code
+    return exit_code_of(outcome)
 
 
 async def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -196,7 +166,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
             payload,
             id=workflow_id,
             task_queue=ctx.target.task_queue,
-            static_summary=first_line(args.prompt, SUMMARY_CHARS),
+            static_summary=run_summary(args.prompt),
             static_details=run_details(payload, args.by),
             result_type=AgentResult,
         )
@@ -245,30 +215,6 @@ async def watch(args: argparse.Namespace, ctx: Context) -> int:
 # -- reading -----------------------------------------------------------------------------------
 
 
-async def query_status(handle: RunHandle, timeout: float) -> AgentStatus | None:
-    """The `status` query's answer, or None when no worker answers in time."""
-    try:
-        return await asyncio.wait_for(
-            handle.query("status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT),
-            timeout=timeout,
-        )
-    except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError, TimeoutError):
-        return None
-
-
-def status_from_result(result: AgentResult) -> AgentStatus:
-    """A completed run's status rebuilt from its result (when no worker answers queries)."""
-    return AgentStatus(
-        phase="done",
-        iteration=result.iterations,
-        model=result.model,
-        usage=result.usage,
-        steps=len(result.steps),
-        recent_steps=result.steps[-5:],
-        stop_reason=result.stop_reason,
-    )
-
-
 async def status(args: argparse.Namespace, ctx: Context) -> int:
     """`agent status ID`: phase, turn, tokens, pending requests and recent steps."""
     client = await connect(ctx.target)
@@ -307,28 +253,6 @@ async def status(args: argparse.Namespace, ctx: Context) -> int:
     return OK
 
 
-async def pending_requests(handle: RunHandle, task_queue: str) -> list[PendingRequest]:
-    """The `pending_approvals` query, or a clear error when no worker answers it."""
-    try:
-        requests: list[PendingRequest] = await handle.query(
-            "pending_approvals", result_type=list[PendingRequest], rpc_timeout=QUERY_TIMEOUT
-        )
-    except (WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
-        raise CliError(
-            f"no worker answered the pending_approvals query ({error}); is a worker polling "
-            f"task queue {task_queue!r}?"
-        ) from None
-    except RPCError as error:
-        if error.status.name == "DEADLINE_EXCEEDED":
-            raise CliError(
-                f"no worker answered the pending_approvals query within "
-                f"{QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
-                f"{task_queue!r}?"
-            ) from None
-        raise explain_rpc(error, handle.id, "cannot list pending requests") from None
-    return requests
-
-
 async def pending(args: argparse.Namespace, ctx: Context) -> int:
     """`agent pending ID`: the calls waiting for a person, each with the commands to answer."""
     client = await connect(ctx.target)
@@ -365,4 +289,4 @@ async def result(args: argparse.Namespace, ctx: Context) -> int:
         ctx.say(f"done · {render.result_summary(outcome.result)}", "", outcome.result.answer)
     else:
         ctx.say(f"{outcome.ending} · {outcome.error_type}: {outcome.message}")
-    return outcome.exit_code
+    return exit_code_of(outcome)

@@ -9,27 +9,25 @@ import argparse
 import re
 from typing import Any, Literal
 
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from durable_agents.cli import render
-from durable_agents.cli.commands import Context, parse_json_object, pending_requests
-from durable_agents.cli.connection import (
-    RunHandle,
+from durable_agents.cli.commands import Context, parse_json_object
+from durable_agents.cli.errors import OK, CliError
+from durable_agents.client import render
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.connection import (
     connect,
     describe,
     explain_rpc,
     is_running,
     status_name,
 )
-from durable_agents.cli.errors import OK, CliError
-from durable_agents.cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
-from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.client.workflow_calls import answer_call, full_digest, pending_requests
+from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
 
 DIGEST = re.compile(r"[0-9a-f]{8,64}")
 """`--digest`: the start of a call's `args_digest` (sha256, 64 hex digits)."""
-FULL_DIGEST_CHARS = 64
 
 # -- deciding ----------------------------------------------------------------------------------
 
@@ -75,53 +73,12 @@ async def decide(
         payload["args"] = edited
     if digest is not None:
         payload["args_digest"] = await full_digest(handle, task_queue, args.call, digest)
-    recorded = await apply_decision(handle, task_queue, payload)
+    recorded = await answer_call(handle, task_queue, payload, verb=decision)
     if ctx.json:
         ctx.emit(recorded.model_dump(mode="json"))
     else:
         ctx.say(render.decision_line(recorded))
     return OK
-
-
-async def apply_decision(
-    handle: RunHandle, task_queue: str, payload: dict[str, Any]
-) -> HumanDecision:
-    """Send one `decide` update (`payload`: call_id, decision, ...): the recorded decision, or
-    a `CliError` naming the call and why it was refused (nothing entered history then)."""
-    call, decision = payload["call_id"], payload["decision"]
-    try:
-        return await send_decision(handle, payload)
-    except WorkflowUpdateFailedError as error:
-        raise CliError(f"cannot {decision} {call!r} in {handle.id}: {user_reason(error)}") from None
-    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-        raise CliError(
-            f"no worker took the decision on {call!r} within {DECIDE_TIMEOUT_SECONDS:g} s "
-            f"(is a worker polling task queue {task_queue!r}?); it may still apply when one does"
-        ) from None
-    except RPCError as error:
-        raise explain_rpc(error, handle.id, f"cannot {decision} {call!r}") from None
-
-
-async def full_digest(
-    handle: RunHandle, task_queue: str, call_id: str, digest: str, field: str = "--digest"
-) -> str:
-    """The whole `args_digest` of pending call `call_id` when it starts with `digest` (what the
-    person saw); the workflow then checks it again as it decides, so nothing in between can
-    change the arguments approved. `field` is what the interface calls the digest in a refusal
-    (`--digest` here, `args_digest` over HTTP and MCP)."""
-    if len(digest) == FULL_DIGEST_CHARS:
-        return digest
-    requests = await pending_requests(handle, task_queue)
-    request = next((r for r in requests if r.call_id == call_id), None)
-    if request is None:
-        return digest  # the workflow refuses it, naming the call ids that are pending
-    if not request.args_digest.startswith(digest):
-        raise CliError(
-            f"cannot approve {call_id!r} in {handle.id}: its arguments are not the ones shown "
-            f"with {field} {digest} (their args_digest is {request.args_digest[:12]}); look "
-            "again with `pending`"
-        )
-    return request.args_digest
 
 
 async def _decide_all(

@@ -1,10 +1,14 @@
-"""Exit codes of `agent` and the one error type its commands raise for the user to read."""
+"""Exit codes of `agent` and the one error type its commands raise for the user to read (the
+client's typed errors, `durable_agents.errors`, leave with `CLI_ERROR` too)."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from durable_agents.contracts.agent_result import StopReason
+
+if TYPE_CHECKING:
+    from durable_agents.client.outcome import RunOutcome
 
 OK: Final = 0
 """The run completed (or a tool stopped it with an answer); the command did what was asked."""
@@ -25,6 +29,13 @@ def exit_code_for(stop_reason: StopReason) -> int:
     """The exit code of a finished run: 0 for an answer, 2 for a run cut short by a limit
     (`StopReason.answered` says which, for every reason)."""
     return OK if stop_reason.answered else RUN_INCOMPLETE
+
+
+def exit_code_of(outcome: RunOutcome) -> int:
+    """0 answer, 2 stopped at a limit, 1 failed or timed out, 3 cancelled or terminated."""
+    if outcome.result is not None:
+        return exit_code_for(outcome.result.stop_reason)
+    return RUN_CANCELLED if outcome.ending in ("cancelled", "terminated") else RUN_FAILED
 
 
 class CliError(Exception):

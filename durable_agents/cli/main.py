@@ -34,6 +34,7 @@ from durable_agents.cli.connection import Target, explain_rpc, with_payload_stor
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.contracts.workflow_ids import id_problem
+from durable_agents.errors import AgentError
 from durable_agents.runtime.extras import MissingExtra
 from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.servers.a2a_gateway import command as a2a_gateway
@@ -262,9 +263,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         message, code = str(error), CLI_ERROR
     except CliError as error:
         message, code = str(error), error.code
+    except AgentError as error:  # the client's typed errors (`durable_agents.errors`)
+        message, code = str(error), CLI_ERROR
     except RPCError as error:
-        explained = explain_rpc(error)
-        message, code = str(explained), explained.code
+        message, code = str(explain_rpc(error)), CLI_ERROR
     except KeyboardInterrupt:
         message, code = "interrupted", DETACHED
     except BrokenPipeError:

@@ -24,16 +24,13 @@ from typing import Any, TextIO, TypeVar
 
 from temporalio.client import (
     RPCTimeoutOrCancelledError,
-    WorkflowHandle,
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
     WorkflowUpdateRPCTimeoutOrCancelledError,
 )
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from durable_agents.cli import client_tools, render
-from durable_agents.cli.connection import QUERY_TIMEOUT, RunHandle, explain_rpc
+from durable_agents.cli import client_tools
 from durable_agents.cli.lines import LineReader
 from durable_agents.cli.live_text import (
     LiveCall,
@@ -42,27 +39,26 @@ from durable_agents.cli.live_text import (
     StreamText,
     model_calls_in_flight,
 )
-from durable_agents.cli.outcome import RunOutcome, await_outcome
+from durable_agents.client import render
+from durable_agents.client.connection import QUERY_TIMEOUT, explain_rpc
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.stream_watch import StatusDue, StreamWatch
+from durable_agents.client.workflow_calls import (
+    DECIDE_TIMEOUT_SECONDS,
+    send_decision,
+    user_reason,
+)
 from durable_agents.contracts.agent_result import ToolStep
 from durable_agents.contracts.agent_status import AgentStatus
-from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.events import AgentEvent, ModelCallStarted
 from durable_agents.contracts.plan import PlanState
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.loop.plan import checklist
-from durable_agents.runtime.event_stream import OFFSET_QUERY, read_handle_events
 
 POLL_SECONDS = 0.3
-STATUS_BACKSTOP_SECONDS = 3.0
-"""With the stream quiet, the status is still asked this often (a session's child turn, whose
-events are on the child's own stream, changes the session's state without an event)."""
-LIVE_EVENT_TYPES = frozenset(
-    {"model_call_started", "model_call_retrying", "text_delta", "reasoning_delta"}
-)
-"""Events that only the live text shows: no reason to ask for the status."""
-DECIDE_TIMEOUT_SECONDS = 15.0
-"""How long a decision may wait for a worker to accept it before the CLI gives up waiting."""
 T = TypeVar("T")
 
 
@@ -122,24 +118,6 @@ class Console:
         if not answered:
             self.stream.write("\n")
             self.stream.flush()
-
-
-def user_reason(error: BaseException) -> str:
-    """The message of a refused update (the workflow's `DecisionRefused` text)."""
-    cause = error.cause if isinstance(error, WorkflowUpdateFailedError) else error
-    if isinstance(cause, ApplicationError):
-        return cause.message
-    if isinstance(cause, RPCError):
-        return cause.message
-    return str(cause)
-
-
-async def send_decision(handle: RunHandle, payload: dict[str, Any]) -> HumanDecision:
-    """Run the `decide` update: the recorded decision, or an exception saying why not."""
-    return await asyncio.wait_for(
-        handle.execute_update("decide", payload, result_type=HumanDecision),
-        timeout=DECIDE_TIMEOUT_SECONDS,
-    )
 
 
 @dataclass
@@ -431,61 +409,6 @@ def _install_sigint(callback: Callable[[], None]) -> bool:
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, callback)
         return True
     return False
-
-
-@dataclass
-class StreamWatch:
-    """A workflow's event stream, read through the stream's poll query (nothing is recorded in
-    the workflow's history, unlike a subscription's update polls): what is new at each look."""
-
-    handle: WorkflowHandle[Any, Any]
-    from_start: bool = False
-    """Read from the stream's first event, not from where it ended when the watch began."""
-    after: int | None = None
-    streamed: bool | None = None
-    """Whether the workflow has a stream (None: not known yet; False: a run from before it)."""
-
-    async def news(self) -> list[AgentEvent] | None:
-        """The events since the last look; None when the workflow has no stream or no worker
-        answered this time."""
-        if self.streamed is False:
-            return None
-        try:
-            if self.streamed is None and not self.from_start:
-                end: int = await self.handle.query(
-                    OFFSET_QUERY, result_type=int, rpc_timeout=QUERY_TIMEOUT
-                )
-                self.after = end - 1 if end > 0 else None
-            events, _ = await read_handle_events(self.handle, after=self.after)
-        except WorkflowQueryFailedError as error:
-            if self.streamed is None and "unknown" in str(error).lower():
-                self.streamed = False  # a run from before the stream: its status alone
-            return None
-        except (RPCError, RPCTimeoutOrCancelledError):
-            return None
-        self.streamed = True
-        if events:
-            self.after = events[-1].offset
-        return events
-
-
-@dataclass
-class StatusDue:
-    """When a follower asks for the `status` again: at its first look, whenever the stream
-    showed something besides the model's text (or could not be read), and at least every
-    `STATUS_BACKSTOP_SECONDS` (a session's child turn changes the session's state without an
-    event on the session's stream)."""
-
-    at: float = 0.0
-
-    def now(self, news: list[AgentEvent] | None, *, new_turn: bool = False) -> bool:
-        """`new_turn`: the news start a turn, whose header comes from the status."""
-        clock = asyncio.get_running_loop().time()
-        changed = new_turn or news is None or any(e.type not in LIVE_EVENT_TYPES for e in news)
-        if not changed and clock < self.at:
-            return False
-        self.at = clock + STATUS_BACKSTOP_SECONDS
-        return True
 
 
 class Watcher:

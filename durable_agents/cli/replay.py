@@ -32,8 +32,8 @@ from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
 from durable_agents.cli.commands import Context
-from durable_agents.cli.connection import connect, open_store
 from durable_agents.cli.errors import CLI_ERROR, OK, RUN_FAILED, CliError
+from durable_agents.client.connection import connect, open_store
 from durable_agents.runtime.codec import data_converter
 from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.tools.catalog import CATALOG

@@ -13,9 +13,10 @@ import argparse
 import errno
 import socket
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from durable_agents.cli.errors import CliError
+from durable_agents.client.connection import Target
+from durable_agents.errors import InvalidInput
 
 if TYPE_CHECKING:
     from durable_agents.servers.request_guards import RequestGuard
@@ -26,6 +27,17 @@ SHUTDOWN_GRACE_SECONDS = 5
 client that holds a stream open must not keep the server from stopping."""
 MAX_BODY_BYTES = 4 * 1024 * 1024
 """Largest request body a gateway reads (the MCP SDK's own default limit)."""
+
+
+class CommandContext(Protocol):
+    """What a serving command needs of the `agent` CLI's context: where the runs live."""
+
+    @property
+    def target(self) -> Target: ...
+
+
+SERVED = 0
+"""The exit code of a serving command that stopped as asked (Ctrl-C, the client went away)."""
 
 
 def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) -> None:
@@ -76,14 +88,16 @@ def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
 def check_port(port: int) -> None:
     """A clear error now, instead of uvicorn's exit later, when `port` is taken."""
     if not 0 < port < 65536:
-        raise CliError(f"--port: {port} is not a TCP port (1-65535)")
+        raise InvalidInput(f"--port: {port} is not a TCP port (1-65535)", field="port")
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((HOST, port))
         except OSError as error:
             why = "in use" if error.errno == errno.EADDRINUSE else error.strerror
-            raise CliError(f"--port: cannot listen on {HOST}:{port} ({why})") from None
+            raise InvalidInput(
+                f"--port: cannot listen on {HOST}:{port} ({why})", field="port"
+            ) from None
 
 
 async def serve(app: Any, port: int, announce: str) -> None:

@@ -1,6 +1,6 @@
 """Progress a server passes on while it follows a run: MCP progress notifications, A2A `working`
 status updates. `ProgressNotes` turns what the run shows into the lines that are new since the
-last look, written as the `agent` CLI's live view writes them (`cli.render`): from its event
+last look, written as the `agent` CLI's live view writes them (`client.render`): from its event
 stream, each turn as its model call starts, each tool call as it starts and each progress
 report of a running tool (the status cannot show those: a round's steps are recorded when the
 round ends); from its successive `status` answers, a new turn (a run with no stream), each tool
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from durable_agents.cli import render
+from durable_agents.client import render
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.events import (
     AgentEvent,

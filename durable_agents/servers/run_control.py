@@ -2,10 +2,11 @@
 gateway (`servers/mcp_gateway`, `servers/a2a_gateway`) do with Temporal, in one place, for any
 other server that needs the same (the HTTP API of `agent serve`, say).
 
-- `run_input`: the workflow input for a prompt run as an agent profile, with options on top,
-  checked against `AgentInput` before anything starts (a bad field is named, nothing runs);
-- `RunControl.start`: start it, marked in its memo with what started it (`started_via`), with
-  the same static summary and details as `agent run`;
+- `run_input` (`client.run_input`): the workflow input for a prompt run as an agent profile,
+  with options on top, checked against `AgentInput` before anything starts (a bad field is
+  named, nothing runs);
+- `RunControl.start`: start it through `AgentClient`, marked in its memo with what started it
+  (`started_via`), with the same static summary and details as `agent run`;
 - `RunControl.follow_run` / `follow_turn`: wait until the run (or a session's turn) ends or
   waits for a person, calling back with each line of progress (`ProgressNotes`). They read the
   run's event stream (`StreamWatch`: the stream's poll *query*, nothing recorded in history):
@@ -13,16 +14,15 @@ other server that needs the same (the HTTP API of `agent serve`, say).
   only when the stream shows something besides the model's text (a call ended, a call waits for
   a person, a model call's reply was recorded) or every `STATUS_BACKSTOP_SECONDS`; a run from
   before the stream is followed by its `status` alone, as before;
-- `RunControl.pending` / `decide`: what waits, and the answer: approve or reject through the
-  `decide` update with the CLI's digest rules (`cli.decisions`), reply through the `reply`
-  signal after checking that the call is an open question (the signal alone would be ignored
-  silently);
+- `RunControl.pending` / `decide`: what waits, and the answer (`RunHandle.approve`, `reject`,
+  `reply`: the digest rules, and a reply only to an open question);
 - `RunControl.send`: a message to a session (started if new), as `agent chat` sends it.
 
 Only runs and sessions that this kind of server started can be looked at or answered through it
-(`open`: the memo says so), so an MCP client cannot approve calls of runs started elsewhere.
-Everything is built on the `agent` CLI's helpers and raises what they raise: `CliError`, one line
-for the caller. Secrets never enter the input: options are `AgentSettings` fields only.
+(`AgentClient(via=...)`: the memo says so), so an MCP client cannot approve calls of runs started
+elsewhere. Everything goes through `AgentClient` and raises its typed errors
+(`durable_agents.errors`), one line for the caller. Secrets never enter the input: options are
+`AgentSettings` fields only.
 """
 
 from __future__ import annotations
@@ -30,75 +30,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import json
-import uuid
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from temporalio.client import (
-    Client,
-    WorkflowExecutionDescription,
-    WorkflowUpdateHandle,
-)
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio.client import Client, WorkflowUpdateHandle
 
-from durable_agents.cli.chat import send as send_to_session
-from durable_agents.cli.commands import (
-    QUERY_TIMEOUT,
-    WORKFLOW_TYPE,
-    pending_requests,
-    query_status,
-    run_details,
-)
-from durable_agents.cli.connection import (
-    RunHandle,
-    Target,
-    connect,
-    describe,
-    explain_rpc,
-    is_running,
-    status_name,
-)
-from durable_agents.cli.decisions import apply_decision, full_digest
-from durable_agents.cli.errors import CliError
-from durable_agents.cli.outcome import RunOutcome, await_outcome
-from durable_agents.cli.progress import StatusDue, StreamWatch
-from durable_agents.contracts.agent_input import AgentInput, AgentSettings
-from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.client import AgentClient, RunHandle, RunOutcome
+from durable_agents.client.connection import QUERY_TIMEOUT, Target, connect
+from durable_agents.client.run_handle import DIGEST_FIELD, STARTED_VIA
+from durable_agents.client.run_input import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION, run_input
+from durable_agents.client.stream_watch import StatusDue, StreamWatch
 from durable_agents.contracts.agent_status import AgentStatus
-from durable_agents.contracts.agents import AgentProfile
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import AgentEvent
-from durable_agents.contracts.payload_limits import limits_context_of
-from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
-from durable_agents.loop.summaries import first_line
-from durable_agents.loop.validation_errors import describe_validation_error
+from durable_agents.errors import InvalidInput
 from durable_agents.servers.progress_notes import ProgressNotes
 from durable_agents.tools.agents import AgentProfiles
 from durable_agents.tools.catalog import CATALOG
 
-DEFAULT_AGENT = "assistant"
-"""The agent a request names when it names none: a run with the worker's defaults."""
-DEFAULT_AGENT_DESCRIPTION = (
-    "A general assistant with every tool the worker offers (calculator, clock, workspace files, "
-    "questions to you, ...); calls that change something wait for your approval."
-)
-STARTED_VIA = "started_via"
-"""The memo key that says which server started a run or a session (`mcp`, `a2a`, ...)."""
-MAX_OPTIONS_BYTES = 64 * 1024
-"""Largest `options` object, as JSON: run settings, not data."""
-DIGEST_FIELD = "args_digest"
-"""What the servers' interfaces (HTTP, MCP, A2A metadata) call the digest of the arguments."""
+__all__ = [
+    "DEFAULT_AGENT",
+    "DEFAULT_AGENT_DESCRIPTION",
+    "DIGEST_FIELD",
+    "STARTED_VIA",
+    "run_input",
+]
 DIGEST_REQUIRED = (
     "an approval names the args_digest that `pending` showed for the call (8 to 64 hex "
     "digits), so that it applies only to the arguments that were reviewed"
 )
 POLL_SECONDS = 0.3
-SUMMARY_CHARS = 100
 T = TypeVar("T")
 
 
@@ -156,53 +120,6 @@ def digest_problem(decision: str, args_digest: str | None) -> str | None:
     return None
 
 
-def profile_settings(profile: AgentProfile) -> dict[str, Any]:
-    """The run settings an agent profile names (what it is), as a run of its own: its
-    instructions, tools, agents, model, turn limit, token budget and answer schema."""
-    settings: dict[str, Any] = {
-        "system_prompt": profile.system_prompt,
-        "tools": profile.tools,
-        "agents": profile.agents or None,
-        "model": profile.model,
-        "max_iterations": profile.max_iterations,
-        "max_total_tokens": profile.max_total_tokens,
-        "output_schema": profile.output_schema,
-    }
-    return {k: v for k, v in settings.items() if v is not None}
-
-
-def agent_names(profiles: AgentProfiles) -> list[str]:
-    return [DEFAULT_AGENT, *profiles.names()]
-
-
-def run_input(
-    prompt: str,
-    agent: str | None,
-    options: Mapping[str, Any] | None,
-    profiles: AgentProfiles,
-    payload_store: bool = False,
-) -> dict[str, Any]:
-    """The `AgentWorkflow` input: the profile's settings (none for `assistant`), `options` on
-    top (only `AgentSettings` fields: links and resume state are the system's), the prompt.
-    Checked here, so a bad request is refused naming the field and nothing starts."""
-    name = agent or DEFAULT_AGENT
-    profile = profiles.get(name) if name != DEFAULT_AGENT else None
-    if name != DEFAULT_AGENT and profile is None:
-        raise CliError(f"unknown agent {name!r}; agents: {', '.join(agent_names(profiles))}")
-    options = dict(options or {})
-    size = len(json.dumps(options, ensure_ascii=False, default=str).encode())
-    if size > MAX_OPTIONS_BYTES:
-        raise CliError(f"options: {size} bytes as JSON, more than {MAX_OPTIONS_BYTES}")
-    try:
-        AgentSettings.model_validate(options)
-        payload = {**(profile_settings(profile) if profile else {}), **options, "prompt": prompt}
-        # today's size limits unless the worker stores large payloads (`payload_store`)
-        AgentInput.model_validate(payload, context=limits_context_of(payload_store))
-    except ValidationError as error:
-        raise CliError(f"invalid input: {describe_validation_error(error)}") from None
-    return payload
-
-
 # -- following ---------------------------------------------------------------------------------
 
 
@@ -242,68 +159,36 @@ async def _until_done(
 
 @dataclass
 class RunControl:
-    """Start, follow and answer the runs and sessions of one kind of server (`via`)."""
+    """Start, follow and answer the runs and sessions of one kind of server (`via`), through
+    an `AgentClient` that reaches only what that kind of server started."""
 
     client: Client
     task_queue: str
     via: str
     profiles: AgentProfiles = field(default_factory=AgentProfiles)
 
-    @property
-    def started_by(self) -> str:
-        return {
-            "mcp": "the MCP gateway (`agent mcp`)",
-            "a2a": "the A2A gateway (`agent a2a`)",
-            "serve": "the HTTP API (`agent serve`)",
-        }.get(self.via, f"`{self.via}`")
+    def __post_init__(self) -> None:
+        self.agents = AgentClient(
+            self.client, task_queue=self.task_queue, via=self.via, profiles=self.profiles
+        )
 
     async def start(
         self, payload: dict[str, Any], *, workflow_id: str | None = None, by: str | None = None
     ) -> RunHandle:
         """Start an `AgentWorkflow` run with `payload` (see `run_input`)."""
-        workflow_id = workflow_id or f"{self.via}-{uuid.uuid4().hex[:10]}"
-        try:
-            return await self.client.start_workflow(
-                WORKFLOW_TYPE,
-                payload,
-                id=workflow_id,
-                task_queue=self.task_queue,
-                memo={STARTED_VIA: self.via},
-                static_summary=first_line(payload["prompt"], SUMMARY_CHARS),
-                static_details=run_details(payload, by, self.started_by),
-                result_type=AgentResult,
-            )
-        except WorkflowAlreadyStartedError:
-            raise CliError(f"a run with workflow id {workflow_id!r} is already running") from None
-        except RPCError as error:
-            raise explain_rpc(error, None, "cannot start the run") from None
+        return await self.agents.start_input(payload, id=workflow_id, by=by)
 
-    async def open(self, workflow_id: str) -> tuple[RunHandle, WorkflowExecutionDescription]:
+    async def open(self, workflow_id: str) -> RunHandle:
         """The run or session `workflow_id`, if this kind of server started it."""
-        handle, description = await describe(self.client, workflow_id)
-        memo = await description.memo()
-        if memo.get(STARTED_VIA) != self.via:
-            raise CliError(
-                f"{workflow_id!r} was not started through {self.started_by}; only runs and "
-                "sessions started through it can be looked at or answered here"
-            )
-        return handle, description
+        return await self.agents.open_run(workflow_id)
 
     async def outcome(self, workflow_id: str, *, wait: bool = True) -> RunOutcome | None:
         """How the run ended (waiting for the end with `wait`), or None while it runs."""
-        handle, description = await self.open(workflow_id)
-        if is_running(description) and not wait:
-            return None
-        return await await_outcome(handle)
-
-    async def status(self, workflow_id: str) -> AgentStatus | None:
-        """The run's `status` query (None when no worker answers)."""
-        handle, _ = await self.open(workflow_id)
-        return await query_status(handle, QUERY_TIMEOUT.total_seconds())
+        return await self.agents.run(workflow_id).outcome(wait=wait)
 
     async def follow_run(
         self,
-        handle: RunHandle,
+        run: RunHandle,
         on_note: NoteCallback | None = None,
         ignore: Collection[str] = (),
     ) -> RunOutcome | Paused:
@@ -312,7 +197,7 @@ class RunControl:
         is read from its start, or from where it is now when following again after an answer
         (`ignore`: the calls just answered)."""
         notes = ProgressNotes()
-        watch = StreamWatch(handle, from_start=not ignore)  # again after an answer: from now
+        watch = StreamWatch(run.workflow, from_start=not ignore)  # again after an answer: now
         due = StatusDue()
 
         async def look() -> list[PendingRequest] | None:
@@ -320,30 +205,23 @@ class RunControl:
             await _tell(on_note, notes.events(news or []))
             if not due.now(news):
                 return None
-            status = await query_status(handle, QUERY_TIMEOUT.total_seconds())
+            status = await run.query_status()
             if status is None:
                 return None
             await _tell(on_note, notes.lines(status))
             return status.pending
 
-        return await _until_done(
-            asyncio.ensure_future(await_outcome(handle)), look, handle.id, ignore
-        )
+        ending = asyncio.ensure_future(run.outcome())
+        ended = await _until_done(ending, look, run.id, ignore)
+        assert ended is not None
+        return ended
 
     async def send(
         self, session_id: str, text: str, by: str | None = None
     ) -> WorkflowUpdateHandle[TurnResult]:
         """Queue a message in a session (started, marked as ours, if it does not exist yet);
         returns once the session took it. A session that exists must be one of ours."""
-        try:
-            await describe(self.client, session_id)
-        except CliError:
-            pass  # no such session yet: it starts with the message
-        else:
-            await self.open(session_id)
-        return await send_to_session(
-            self.client, session_id, self.task_queue, text, by, memo={STARTED_VIA: self.via}
-        )
+        return await self.agents.session(session_id).send_nowait(text, by=by)
 
     async def follow_turn(
         self,
@@ -356,7 +234,8 @@ class RunControl:
         person (`Paused`), handing each line of progress to `on_note` on the way: an inline
         turn's from the session's stream and `turn_status`, a child turn's (`turns: child`, or
         a turn that outgrew the session) from the child run's stream and `status`."""
-        session = self.client.get_workflow_handle(session_id)
+        client = self.agents.client
+        session = client.get_workflow_handle(session_id)
         notes = ProgressNotes()
         watches = {session_id: StreamWatch(session)}
         due = StatusDue()
@@ -374,7 +253,7 @@ class RunControl:
             if running.inline:
                 handle, query = session, "turn_status"
             else:
-                handle = self.client.get_workflow_handle(running.workflow_id)
+                handle = client.get_workflow_handle(running.workflow_id)
                 query = "status"
                 watches.setdefault(running.workflow_id, StreamWatch(handle, from_start=True))
             try:
@@ -406,72 +285,40 @@ class RunControl:
 
     def turn_update(self, session_id: str, update_id: str) -> WorkflowUpdateHandle[TurnResult]:
         """The `send` update a message was taken with, to wait for its answer later."""
-        return self.client.get_workflow_handle(session_id).get_update_handle(
-            update_id, result_type=TurnResult
-        )
+        return self.agents.session(session_id).turn(update_id)
 
     # -- answering -----------------------------------------------------------------------------
 
     async def pending(self, workflow_id: str) -> list[PendingRequest]:
         """What waits for a person in a run or session of ours ([] once it ended)."""
-        handle, description = await self.open(workflow_id)
-        if not is_running(description):
-            return []
-        return await pending_requests(handle, description.task_queue)
+        return await self.agents.run(workflow_id).pending()
 
     async def decide(self, workflow_id: str, answer: Answer) -> Decided:
         """Answer one pending call of a run or session of ours (see `Answer`)."""
         problem = digest_problem(answer.decision, answer.args_digest)
         if problem is not None:
-            raise CliError(f"invalid input: {DIGEST_FIELD}: {problem}")
-        handle, description = await self.open(workflow_id)
-        if not is_running(description):
-            raise CliError(
-                f"{workflow_id!r} has already ended ({status_name(description).lower()}); "
-                "nothing waits in it"
+            raise InvalidInput(f"invalid input: {DIGEST_FIELD}: {problem}", field=DIGEST_FIELD)
+        if answer.args is not None and answer.decision != "approve":
+            raise InvalidInput(
+                "args: edited arguments go with decision 'approve' only", field="args"
             )
-        task_queue = description.task_queue
-        requests = await pending_requests(handle, task_queue)
-        target = next((r for r in requests if r.call_id == answer.call_id), None)
-        if target is None:
-            open_ids = ", ".join(r.call_id for r in requests) or "none"
-            raise CliError(
-                f"no pending call {answer.call_id!r} in {workflow_id} (unknown or already "
-                f"answered); pending: {open_ids}"
-            )
+        run = self.agents.run(workflow_id)
         if answer.decision == "reply":
-            return await self._reply(handle, target, answer)
-        if target.kind.decided_by is not RequestKind.APPROVAL:
-            raise CliError(
-                f"cannot {answer.decision} {answer.call_id!r}: it waits for {target.kind.wanted}"
+            if not answer.text:
+                raise InvalidInput("text: a reply needs the text of the answer", field="text")
+            await run.reply(answer.call_id, answer.text, by=answer.by)
+            return Decided(answer.call_id, reply=answer.text)
+        if answer.decision == "approve":
+            decision = await run.approve(
+                answer.call_id,
+                digest=answer.args_digest,
+                edit=answer.args,
+                by=answer.by,
+                comment=answer.comment,
             )
-        payload: dict[str, Any] = {
-            "call_id": answer.call_id,
-            "decision": answer.decision,
-            **answer.model_dump(include={"by", "comment", "reason"}, exclude_none=True),
-        }
-        if answer.args is not None:
-            if answer.decision != "approve":
-                raise CliError("args: edited arguments go with decision 'approve' only")
-            payload["args"] = answer.args
-        if answer.args_digest is not None:
-            payload["args_digest"] = await full_digest(
-                handle, task_queue, answer.call_id, answer.args_digest.lower(), DIGEST_FIELD
-            )
-        decision = await apply_decision(handle, task_queue, payload)
+        else:
+            decision = await run.reject(answer.call_id, reason=answer.reason, by=answer.by)
         return Decided(answer.call_id, decision=decision)
-
-    async def _reply(self, handle: RunHandle, target: PendingRequest, answer: Answer) -> Decided:
-        if target.kind.decided_by is not RequestKind.QUESTION:
-            raise CliError(f"cannot reply to {answer.call_id!r}: it waits for {target.kind.wanted}")
-        if not answer.text:
-            raise CliError("text: a reply needs the text of the answer")
-        payload = answer.model_dump(include={"call_id", "text", "by"}, exclude_none=True)
-        try:
-            await handle.signal("reply", payload)
-        except RPCError as error:
-            raise explain_rpc(error, handle.id, f"cannot reply to {answer.call_id!r}") from None
-        return Decided(answer.call_id, reply=answer.text)
 
 
 async def connect_control(target: Target, via: str) -> RunControl:

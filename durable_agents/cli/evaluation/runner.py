@@ -40,9 +40,6 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from durable_agents.cli import render
-from durable_agents.cli.commands import WORKFLOW_TYPE, query_status
-from durable_agents.cli.connection import QUERY_TIMEOUT, RunHandle
 from durable_agents.cli.evaluation.scoring import Failures, RunRecord, check, cost_of
 from durable_agents.cli.evaluation.suite import (
     ApprovePerson,
@@ -52,7 +49,11 @@ from durable_agents.cli.evaluation.suite import (
     Scenario,
     Suite,
 )
-from durable_agents.cli.outcome import RunOutcome, await_outcome
+from durable_agents.client import render
+from durable_agents.client.connection import QUERY_TIMEOUT
+from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.workflow_calls import WORKFLOW_TYPE, query_status
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import PendingRequest

@@ -26,11 +26,12 @@ from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
 from starlette.applications import Starlette
 
-from durable_agents.cli.errors import CliError
+from durable_agents.client.run_input import run_input
+from durable_agents.errors import InvalidInput
 from durable_agents.servers.a2a_gateway.answers import MAX_ANSWER_CHARS, whole_numbers
 from durable_agents.servers.a2a_gateway.card import agent_card
 from durable_agents.servers.a2a_gateway.executor import RunExecutor
-from durable_agents.servers.run_control import RunControl, run_input
+from durable_agents.servers.run_control import RunControl
 
 RPC_PATH = "/"
 
@@ -65,7 +66,7 @@ class CheckedRequestHandler(DefaultRequestHandler):
             raise InvalidParamsError(message="message: no text part; the text is the prompt")
         try:
             run_input(text, agent, options, self.control.profiles)
-        except CliError as error:
+        except InvalidInput as error:
             raise InvalidParamsError(message=str(error)) from None
 
     async def on_message_send(

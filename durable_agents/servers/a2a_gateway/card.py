@@ -6,7 +6,7 @@ from __future__ import annotations
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 
-from durable_agents.servers.run_control import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION
+from durable_agents.client.run_input import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION
 from durable_agents.tools.agents import AgentProfiles
 
 CARD_NAME = "Durable agents"

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from durable_agents.cli.commands import Context
-from durable_agents.cli.errors import OK
 from durable_agents.runtime.extras import require
 from durable_agents.servers import http_serving
 
@@ -19,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     http_serving.add_guard_options(parser)
 
 
-async def a2a(args: argparse.Namespace, ctx: Context) -> int:
+async def a2a(args: argparse.Namespace, ctx: http_serving.CommandContext) -> int:
     """Serve until Ctrl-C."""
     require("a2a", "agent a2a")
     from durable_agents.servers.a2a_gateway.app import build_app  # the SDK only for this command
@@ -35,4 +33,4 @@ async def a2a(args: argparse.Namespace, ctx: Context) -> int:
         f"A2A server on {url} (agent card: {url}.well-known/agent-card.json) · Temporal "
         f"{ctx.target.address} · task queue {ctx.target.task_queue}",
     )
-    return OK
+    return http_serving.SERVED

@@ -15,6 +15,7 @@ and their `status` when the stream shows a change (`RunControl.follow_run`).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from a2a.helpers.proto_helpers import (
@@ -29,14 +30,13 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types.a2a_pb2 import Message, Part, TaskState
 from google.protobuf import json_format
 
-from durable_agents.cli import render
-from durable_agents.cli.connection import RunHandle
-from durable_agents.cli.errors import CliError
-from durable_agents.cli.outcome import RunOutcome
+from durable_agents.client import RunHandle, RunOutcome, render
+from durable_agents.client.run_input import run_input
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.errors import AgentError, InvalidInput
 from durable_agents.servers.a2a_gateway.answers import Shown, read_answer, whole_numbers
-from durable_agents.servers.run_control import Paused, RunControl, run_input
+from durable_agents.servers.run_control import Paused, RunControl
 
 WORKFLOW_PREFIX = "a2a-"
 DEFAULT_BY = "a2a client"
@@ -104,7 +104,7 @@ class RunExecutor(AgentExecutor):
                 updater.new_agent_message([new_text_part(f"started run {handle.id}")])
             )
             await self._follow(updater, handle)
-        except CliError as error:
+        except AgentError as error:  # the task fails, naming why (nothing runs on)
             await updater.failed(updater.new_agent_message([new_text_part(str(error))]))
 
     async def _answer(
@@ -124,9 +124,9 @@ class RunExecutor(AgentExecutor):
         )
         try:
             if isinstance(answer, str):
-                raise CliError(answer)
+                raise InvalidInput(answer)
             decided = await self.control.decide(workflow_id, answer)
-        except CliError as error:
+        except AgentError as error:  # the task stays in input-required, saying why
             await self._ask_again(updater, workflow_id, shown, str(error))
             return
         note = (
@@ -135,8 +135,7 @@ class RunExecutor(AgentExecutor):
             else f"replied to {decided.call_id}"
         )
         await updater.start_work(updater.new_agent_message([new_text_part(note)]))
-        handle, _ = await self.control.open(workflow_id)
-        await self._follow(updater, handle, ignore={shown.call_id})
+        await self._follow(updater, await self.control.open(workflow_id), ignore={shown.call_id})
 
     async def _ask_again(
         self, updater: TaskUpdater, workflow_id: str, shown: Shown, problem: str
@@ -146,13 +145,13 @@ class RunExecutor(AgentExecutor):
         pending = await self.control.pending(workflow_id)
         request = next((p for p in pending if p.call_id == shown.call_id), None)
         if request is None:
-            handle, _ = await self.control.open(workflow_id)
-            await self._follow(updater, handle, ignore={shown.call_id})
+            run = await self.control.open(workflow_id)
+            await self._follow(updater, run, ignore={shown.call_id})
             return
         await self._wait_for_person(updater, request, problem=problem)
 
     async def _follow(
-        self, updater: TaskUpdater, handle: RunHandle, ignore: set[str] | None = None
+        self, updater: TaskUpdater, run: RunHandle, ignore: set[str] | None = None
     ) -> None:
 
         async def on_note(line: str) -> None:
@@ -160,7 +159,7 @@ class RunExecutor(AgentExecutor):
                 TaskState.TASK_STATE_WORKING, updater.new_agent_message([new_text_part(line)])
             )
 
-        ended = await self.control.follow_run(handle, on_note, ignore or set())
+        ended = await self.control.follow_run(run, on_note, ignore or set())
         if isinstance(ended, Paused):
             await self._wait_for_person(updater, ended.pending[0])
             return
@@ -204,9 +203,6 @@ class RunExecutor(AgentExecutor):
         """Cancel the run (it ends as cancelled in Temporal) and the task."""
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        try:
-            handle, _ = await self.control.open(workflow_id_for(context.task_id))
-            await handle.cancel()
-        except CliError:
-            pass  # no run behind it (any more): the task is cancelled all the same
+        with contextlib.suppress(AgentError):  # no run behind it (any more): cancelled anyway
+            await self.control.agents.run(workflow_id_for(context.task_id)).cancel()
         await updater.cancel()

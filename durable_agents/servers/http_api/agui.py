@@ -200,7 +200,7 @@ async def _turn_answer(runs: Runs, session_id: str, running: RunningTurn) -> Tur
     signal has none: the turn's own end on the stream is waited for instead)."""
     if running.message.id.startswith("signal-"):
         await asyncio.Event().wait()
-    return await runs.control.turn_update(session_id, running.message.id).result()
+    return await runs.agents.session(session_id).turn(running.message.id).result()
 
 
 async def _events(

@@ -1,7 +1,8 @@
 """The FastAPI application of `agent serve`: the routes, the guards and the console's files.
 
 `create_app(client, config)` builds it around a connected Temporal client (the `agent` CLI's
-connection: `cli.connection.connect`); `serve.py` runs it with uvicorn. The routes' work is in
+connection: `client.connection.connect`), reached through one `AgentClient` (`runs.Runs`);
+`serve.py` runs it with uvicorn. The routes' work is in
 `runs`, `sessions`, `sse` and `agui`; this module only maps HTTP onto them.
 """
 
@@ -74,7 +75,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
     feeds = Feeds(client, reading=config.stream_reading)
     runs = Runs(client, config.task_queue)
-    sessions = Sessions(client, config.task_queue)
+    sessions = Sessions(runs.agents)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -148,7 +149,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     async def start_run(body: StartRun) -> Started:
         """Start a run: the workflow input (`AgentInput`), plus an optional `id`."""
         handle = await runs.start(body)
-        return Started(workflow_id=handle.id, run_id=handle.result_run_id)
+        return Started(workflow_id=handle.id, run_id=handle.run_id)
 
     @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
     async def run_result(workflow_id: Id, wait: Wait = False) -> Response:

@@ -14,6 +14,8 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
+from durable_agents import errors as agent_errors
+
 log = logging.getLogger("durable_agents.servers.http_api")
 
 
@@ -25,6 +27,46 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.extra = extra
+
+
+HTTP_STATUSES: list[tuple[type[agent_errors.AgentError], int]] = [
+    (agent_errors.InvalidInput, 422),
+    (agent_errors.RunNotFound, 404),
+    (agent_errors.CallNotFound, 404),
+    (agent_errors.NotStartedHere, 403),
+    (agent_errors.RunAlreadyStarted, 409),
+    (agent_errors.RunEnded, 409),
+    (agent_errors.AlreadyDecided, 409),
+    (agent_errors.DigestMismatch, 409),
+    (agent_errors.MessageRefused, 409),
+    (agent_errors.DecisionRefused, 422),
+    (agent_errors.TemporalError, 502),
+]
+"""The HTTP status of each of the client's typed errors (the first class that matches)."""
+
+
+def api_error_for(error: agent_errors.AgentError, *, answered: str = "decided") -> ApiError:
+    """The `ApiError` of a typed client error: its status (`HTTP_STATUSES`; a worker that did
+    not answer a query is 503, one that did not take an answer in time 504), one line naming
+    the cause, and the field or call it is about. `answered`: what a call answered twice was
+    (`decided`, or `answered` for a client tool call)."""
+    if isinstance(error, agent_errors.NoWorker):
+        return ApiError(504 if error.update else 503, error.message)
+    if isinstance(error, agent_errors.InvalidInput) and error.field is not None:
+        problem = error.message.removeprefix("invalid input: ").removeprefix(f"{error.field}: ")
+        return ApiError(422, error.message, fields=[{"field": error.field, "message": problem}])
+    if isinstance(error, agent_errors.AlreadyDecided):
+        return ApiError(
+            409, f"call {error.call_id!r} has already been {answered}", call_id=error.call_id
+        )
+    if isinstance(error, agent_errors.CallNotFound):
+        return ApiError(
+            404, f"no call {error.call_id!r} waits in {error.workflow_id}: {error.reason}"
+        )
+    status = next((code for kind, code in HTTP_STATUSES if isinstance(error, kind)), 502)
+    if isinstance(error, agent_errors.DecisionRefused):
+        return ApiError(status, error.reason, call_id=error.call_id)
+    return ApiError(status, error.message)
 
 
 def field_problems(errors: Sequence[Any], *, strip: str | None = "body") -> list[dict[str, str]]:

@@ -1,11 +1,9 @@
-"""What each route of the HTTP API does with Temporal, in terms of HTTP statuses.
+"""What each route of the HTTP API does with a run, in terms of HTTP statuses.
 
-Built on what the `agent` CLI and the other servers already have: `servers.run_control`
-(starting runs and sending session messages, marked `started_via: serve`), `cli.commands`
-(the `status` and `pending_approvals` queries), `cli.outcome` (how a run ended),
-`cli.progress.send_decision` (the `decide` update) and `cli.decisions.full_digest` (the digest
-rules). What those raise as one line for a terminal becomes an `ApiError` with the status an
-HTTP client can act on:
+Everything goes through `AgentClient` (`durable_agents.client`; runs started here are marked
+`started_via: serve`, and any run of the namespace can be reached). Its typed errors
+(`durable_agents.errors`) become an `ApiError` with the status an HTTP client can act on
+(`errors.api_error_for`):
 
 - 404: no such workflow, or no such call waiting in it;
 - 409: the run has ended, the call was already decided (or a client tool call answered), the
@@ -18,106 +16,64 @@ HTTP client can act on:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import uuid
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, TypeVar
 
-from temporalio.client import (
-    Client,
-    WorkflowExecutionDescription,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.client import Client, WorkflowExecutionDescription
 
-from durable_agents.cli.client_tools import SEND_TIMEOUT_SECONDS, send_result
-from durable_agents.cli.commands import (
-    CLOSED_QUERY_TIMEOUT_SECONDS,
-    QUERY_TIMEOUT,
-    pending_requests,
-    query_status,
-    status_from_result,
-)
-from durable_agents.cli.connection import RunHandle, explain_rpc, is_running, status_name
-from durable_agents.cli.decisions import full_digest
-from durable_agents.cli.errors import CliError
-from durable_agents.cli.outcome import await_outcome
-from durable_agents.cli.progress import DECIDE_TIMEOUT_SECONDS, send_decision, user_reason
-from durable_agents.contracts.agent_result import AgentResult
-from durable_agents.contracts.approvals import HumanDecision, PendingRequest
-from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.client import AgentClient, RunHandle
+from durable_agents.client.connection import QUERY_TIMEOUT, is_running, status_name
+from durable_agents.client.run_handle import DIGEST_FIELD, STARTED_VIA
+from durable_agents.client.workflow_calls import CLOSED_QUERY_TIMEOUT_SECONDS, status_from_result
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.errors import AgentError, InvalidInput, RunNotFound
 from durable_agents.servers.http_api.bodies import Decision, StartRun, Steer, ToolResult
-from durable_agents.servers.http_api.errors import ApiError
-from durable_agents.servers.http_api.feeds import read_range
-from durable_agents.servers.run_control import DIGEST_FIELD, STARTED_VIA, RunControl, digest_problem
+from durable_agents.servers.http_api.errors import ApiError, api_error_for
+from durable_agents.servers.run_control import digest_problem
 
 VIA = "serve"
 """`started_via` in the memo of the runs and sessions `agent serve` starts."""
-DECIDED_TYPES = frozenset({"approval_decided", "question_answered"})
-"""The events that say a call was decided by a person."""
-CLIENT_ASKED_TYPES = frozenset({"client_tool_requested"})
-"""The event that says a client tool call waited (no longer pending: it was answered, or it
-timed out)."""
+T = TypeVar("T")
 
 
-def no_worker(error: CliError) -> ApiError:
-    return ApiError(503, str(error))
+async def http(work: Awaitable[T], *, answered: str = "decided") -> T:
+    """`await work`, with the client's typed error as the `ApiError` it means."""
+    try:
+        return await work
+    except RunNotFound as error:
+        raise ApiError(404, f"no workflow with id {error.workflow_id!r}") from None
+    except AgentError as error:
+        raise api_error_for(error, answered=answered) from None
 
 
 class Runs:
     """The run routes' work (see the module docstring)."""
 
     def __init__(self, client: Client, task_queue: str) -> None:
-        self.client = client
+        self.agents = AgentClient(client, task_queue=task_queue, via=VIA, only_own=False)
+        self.client = self.agents.client
         self.task_queue = task_queue
-        self.control = RunControl(client, task_queue, VIA)
 
-    def handle(self, workflow_id: str) -> RunHandle:
-        return self.client.get_workflow_handle(workflow_id, result_type=AgentResult)
+    def run(self, workflow_id: str) -> RunHandle:
+        return self.agents.run(workflow_id)
 
     async def described(self, workflow_id: str) -> tuple[RunHandle, WorkflowExecutionDescription]:
         """The workflow's handle and description, or 404."""
-        handle = self.handle(workflow_id)
-        try:
-            return handle, await handle.describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                raise ApiError(404, f"no workflow with id {workflow_id!r}") from None
-            raise ApiError(502, str(explain_rpc(error, workflow_id))) from None
-
-    async def running(self, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
-        """A workflow that still runs (its handle and task queue), else 404 or 409."""
-        handle, description = await self.described(workflow_id)
-        if not is_running(description):
-            raise ApiError(
-                409,
-                f"{workflow_id!r} has already ended ({status_name(description).lower()}); "
-                f"there is nothing to {doing}",
-            )
-        return handle, description.task_queue
+        run = self.run(workflow_id)
+        return run, await http(run.describe())
 
     # -- starting and reading ------------------------------------------------------------------
 
     async def start(self, body: StartRun) -> RunHandle:
         """Start an `AgentWorkflow` run (409 if one with the id runs)."""
-        workflow_id = body.id or f"serve-{uuid.uuid4().hex[:10]}"
-        with contextlib.suppress(ApiError):
-            _, description = await self.described(workflow_id)
-            if is_running(description):
-                raise ApiError(409, f"a run with workflow id {workflow_id!r} is already running")
-        try:
-            return await self.control.start(body.workflow_input(), workflow_id=workflow_id)
-        except CliError as error:
-            raise ApiError(409 if "already running" in str(error) else 502, str(error)) from None
+        return await http(self.agents.start_input(body.workflow_input(), id=body.id))
 
     async def status(self, workflow_id: str) -> dict[str, Any]:
         """As `agent status --json`: the execution status and the `status` query's answer."""
-        handle, description = await self.described(workflow_id)
+        run, description = await self.described(workflow_id)
         running = is_running(description)
         timeout = QUERY_TIMEOUT.total_seconds() if running else CLOSED_QUERY_TIMEOUT_SECONDS
-        state = await query_status(handle, timeout)
+        state = await run.query_status(timeout)
         data: dict[str, Any] = {
             "workflow_id": workflow_id,
             "execution_status": status_name(description),
@@ -126,7 +82,8 @@ class Runs:
             "started_via": (await description.memo()).get(STARTED_VIA),
         }
         if not running:
-            outcome = await self._outcome(handle)
+            outcome = await http(run.outcome())
+            assert outcome is not None
             if state is None and outcome.result is not None:
                 state = status_from_result(outcome.result)
             if outcome.result is None:
@@ -141,28 +98,14 @@ class Runs:
             data.update(state.model_dump(mode="json"))
         return data
 
-    async def _outcome(self, handle: RunHandle) -> Any:
-        try:
-            return await await_outcome(handle)
-        except CliError as error:
-            raise ApiError(502, str(error)) from None
-
     async def result(self, workflow_id: str, wait: bool) -> dict[str, Any] | None:
         """The result as `agent result --json` shows it; None while the run goes on."""
-        handle, description = await self.described(workflow_id)
-        if is_running(description) and not wait:
-            return None
-        return dict((await self._outcome(handle)).to_json())
+        outcome = await http(self.run(workflow_id).outcome(wait=wait))
+        return None if outcome is None else dict(outcome.to_json())
 
     async def pending(self, workflow_id: str) -> list[PendingRequest]:
         """What waits for a person ([] once the run has ended)."""
-        handle, description = await self.described(workflow_id)
-        if not is_running(description):
-            return []
-        try:
-            return await pending_requests(handle, description.task_queue)
-        except CliError as error:
-            raise no_worker(error) from None
+        return await http(self.run(workflow_id).pending())
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -170,155 +113,40 @@ class Runs:
         """Approve, reject, edit (approve with `args`) or reply; the recorded decision."""
         problem = digest_problem(body.decision, body.args_digest)
         if problem is not None:
-            raise ApiError(
-                422,
-                f"invalid input: {DIGEST_FIELD}: {problem}",
-                fields=[{"field": DIGEST_FIELD, "message": problem}],
-            )
-        handle, task_queue = await self.running(workflow_id, f"{body.decision} in it")
+            error = InvalidInput(f"invalid input: {DIGEST_FIELD}: {problem}", field=DIGEST_FIELD)
+            raise api_error_for(error)
+        run = self.run(workflow_id)
         if body.decision == "reply":
-            return await self._reply(handle, task_queue, body)
-        payload = body.update()
-        if body.args_digest is not None:
-            try:
-                payload["args_digest"] = await full_digest(
-                    handle, task_queue, body.call_id, body.args_digest.lower(), DIGEST_FIELD
-                )
-            except CliError as error:
-                raise ApiError(409, str(error)) from None
-        recorded = await self._answer(
-            handle, task_queue, body.call_id, send_decision(handle, payload), "decision",
-            DECIDE_TIMEOUT_SECONDS, DECIDED_TYPES,
-        )  # fmt: skip
-        return recorded.model_dump(mode="json")
+            if not body.text:
+                raise ApiError(422, "text: a reply needs the text of the answer", field="text")
+            answered = await http(run.reply(body.call_id, body.text, by=body.by))
+            return {"call_id": body.call_id, "kind": answered.kind.value, "outcome": "answered"}
+        if body.decision == "approve":
+            approving = run.approve(
+                body.call_id,
+                digest=body.args_digest,
+                edit=body.args,
+                by=body.by,
+                comment=body.comment,
+            )
+            return (await http(approving)).model_dump(mode="json")
+        rejecting = run.reject(body.call_id, reason=body.reason, by=body.by)
+        return (await http(rejecting)).model_dump(mode="json")
 
     async def tool_result(self, workflow_id: str, body: ToolResult) -> dict[str, Any]:
         """The `tool_result` update: a client tool's result or error; the recorded answer.
         Its validator refuses an unknown or answered call and a result that breaks the tool's
         `result_schema` before anything enters history (404 / 409 / 422 naming the problem)."""
-        handle, task_queue = await self.running(workflow_id, "answer in it")
-        payload = body.model_dump(mode="json", exclude_unset=True)
-        recorded = await self._answer(
-            handle, task_queue, body.call_id, send_result(handle, payload), "result",
-            SEND_TIMEOUT_SECONDS, CLIENT_ASKED_TYPES,
-        )  # fmt: skip
-        return recorded.model_dump(mode="json")
-
-    async def _answer(
-        self,
-        handle: RunHandle,
-        task_queue: str,
-        call_id: str,
-        sending: Awaitable[HumanDecision],
-        what: str,
-        seconds: float,
-        answered_types: frozenset[str],
-    ) -> HumanDecision:
-        """Run an update that answers `call_id` (`decide`, `tool_result`): the recorded answer,
-        or the `ApiError` its refusal or a missing worker means."""
-        try:
-            return await sending
-        except WorkflowUpdateFailedError as error:
-            reason = user_reason(error)
-            raise await self._refused(handle, call_id, reason, answered_types) from None
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            raise ApiError(
-                504,
-                f"no worker took the {what} for {call_id!r} within {seconds:g} s (is a worker "
-                f"polling task queue {task_queue!r}?); it may still apply when one does",
-            ) from None
-        except RPCError as error:
-            raise ApiError(502, str(explain_rpc(error, handle.id))) from None
-
-    async def _reply(self, handle: RunHandle, task_queue: str, body: Decision) -> dict[str, Any]:
-        """The `reply` signal, after checking that the call is an open question (the signal
-        alone is ignored silently when it cannot apply)."""
-        if not body.text:
-            raise ApiError(422, "text: a reply needs the text of the answer", field="text")
-        try:
-            requests = await pending_requests(handle, task_queue)
-        except CliError as error:
-            raise no_worker(error) from None
-        target = next((r for r in requests if r.call_id == body.call_id), None)
-        if target is None:
-            raise await self._refused(handle, body.call_id, f"no pending call {body.call_id!r}")
-        if target.kind is not RequestKind.QUESTION:
-            raise ApiError(
-                422,
-                f"{body.call_id!r} waits for {target.kind.wanted}: decide 'approve' or 'reject'",
-                field="decision",
-            )
-        try:
-            await handle.signal("reply", body.reply())
-        except RPCError as error:
-            raise ApiError(502, str(explain_rpc(error, handle.id))) from None
-        return {"call_id": body.call_id, "kind": target.kind.value, "outcome": "answered"}
-
-    async def _refused(
-        self,
-        handle: RunHandle,
-        call_id: str,
-        reason: str,
-        answered_types: frozenset[str] = DECIDED_TYPES,
-    ) -> ApiError:
-        """The status of a refused answer: 409 for a call already decided or answered (or
-        other arguments than the digest names), 404 for a call that never waited, 422 else (an
-        approval of a question, edited arguments the tool refuses, a client tool's result that
-        breaks its `result_schema`)."""
-        if reason.startswith(("no pending call", "no turn is running")):
-            if await self.was_decided(handle, call_id, answered_types):
-                noun = "answered" if answered_types is CLIENT_ASKED_TYPES else "decided"
-                return ApiError(409, f"call {call_id!r} has already been {noun}", call_id=call_id)
-            return ApiError(404, f"no call {call_id!r} waits in {handle.id}: {reason}")
-        if "args_digest" in reason:
-            return ApiError(409, reason, call_id=call_id)
-        return ApiError(422, reason, call_id=call_id)
-
-    async def was_decided(
-        self, handle: RunHandle, call_id: str, answered_types: frozenset[str] = DECIDED_TYPES
-    ) -> bool:
-        """Whether `call_id` was answered in this run: one of `answered_types` for it in its
-        event stream, or a step of it that a person (or the client) answered in the steps its
-        `status` query shows."""
-        with contextlib.suppress(Exception):
-            async for event in read_range(self.client, handle.id, 0):
-                if event.type in answered_types and event.call_id == call_id:
-                    return True
-        try:
-            status = await query_status(handle, QUERY_TIMEOUT.total_seconds())
-        except Exception:  # a session's `status` is not a run's: its stream said it all
-            return False
-        client = answered_types is CLIENT_ASKED_TYPES
-        return status is not None and any(
-            step.call_id == call_id and (client or step.human is not None)
-            for step in status.recent_steps
-        )
+        given = body.model_dump(mode="json", exclude_unset=True)
+        given.pop("call_id")
+        answering = self.run(workflow_id).tool_result(body.call_id, **given)
+        return (await http(answering, answered="answered")).model_dump(mode="json")
 
     async def steer(self, workflow_id: str, body: Steer) -> dict[str, Any]:
         """The `steer` update: where the message went and how many wait for the model."""
-        handle, _ = await self.running(workflow_id, "steer")
-        try:
-            queued: Any = await asyncio.wait_for(
-                handle.execute_update("steer", body.model_dump(exclude_none=True)),
-                timeout=DECIDE_TIMEOUT_SECONDS,
-            )
-        except WorkflowUpdateFailedError as error:
-            raise ApiError(409, f"cannot steer {workflow_id}: {user_reason(error)}") from None
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            raise ApiError(
-                504, f"no worker took the message within {DECIDE_TIMEOUT_SECONDS:g} s"
-            ) from None
-        except RPCError as error:
-            raise ApiError(502, str(explain_rpc(error, workflow_id))) from None
-        if isinstance(queued, str):  # a session forwarded it to its running turn
-            return {"workflow_id": queued, "queued": None}
-        waiting = len(queued) if isinstance(queued, list) else None
-        return {"workflow_id": workflow_id, "queued": waiting}
+        steered = await http(self.run(workflow_id).steer(body.text, by=body.by))
+        return {"workflow_id": steered.workflow_id, "queued": steered.queued}
 
     async def cancel(self, workflow_id: str) -> dict[str, Any]:
-        handle, _ = await self.running(workflow_id, "cancel")
-        try:
-            await handle.cancel()
-        except RPCError as error:
-            raise ApiError(502, str(explain_rpc(error, workflow_id))) from None
+        await http(self.run(workflow_id).cancel())
         return {"workflow_id": workflow_id, "cancel_requested": True}

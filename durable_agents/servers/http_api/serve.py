@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from durable_agents.runtime.extras import require
 from durable_agents.runtime.settings import EnvironmentSettings
-from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
+from durable_agents.servers.http_serving import SERVED, SHUTDOWN_GRACE_SECONDS, CommandContext
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -76,13 +75,13 @@ def default_web_ui(address: str, settings: EnvironmentSettings) -> str | None:
     return f"http://localhost:{ui_port}"
 
 
-async def serve(args: argparse.Namespace, ctx: Any) -> int:
+async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Run the server until it is stopped (see the module docstring)."""
     require("server", "agent serve")
     import uvicorn
 
-    from durable_agents.cli.connection import connect
-    from durable_agents.cli.errors import OK, CliError
+    from durable_agents.client.connection import connect
+    from durable_agents.errors import InvalidInput
     from durable_agents.servers.http_api.app import create_app
     from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind
 
@@ -98,7 +97,7 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
         )
         check_bind(args.host, config)
     except ConfigError as error:
-        raise CliError(str(error)) from None
+        raise InvalidInput(str(error)) from None
     client = await connect(target)
     app = create_app(client, config)
     server = uvicorn.Server(
@@ -122,5 +121,7 @@ async def serve(args: argparse.Namespace, ctx: Any) -> int:
     )
     await server.serve()
     if not server.started:
-        raise CliError(f"could not listen on {args.host}:{args.port} (see the message above)")
-    return OK
+        raise InvalidInput(
+            f"could not listen on {args.host}:{args.port} (see the message above)", field="port"
+        )
+    return SERVED

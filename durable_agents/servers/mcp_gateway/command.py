@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-from durable_agents.cli.commands import Context
-from durable_agents.cli.errors import OK
 from durable_agents.runtime.extras import require
 from durable_agents.servers import http_serving
 
@@ -27,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     http_serving.add_guard_options(parser)
 
 
-async def mcp(args: argparse.Namespace, ctx: Context) -> int:
+async def mcp(args: argparse.Namespace, ctx: http_serving.CommandContext) -> int:
     """Serve until the client goes away (stdio) or Ctrl-C (HTTP)."""
     require("mcp", "agent mcp")
     from mcp.server.transport_security import TransportSecuritySettings
@@ -41,7 +39,7 @@ async def mcp(args: argparse.Namespace, ctx: Context) -> int:
     server = build_server(control)
     if not args.http:
         await server.run_stdio_async()
-        return OK
+        return http_serving.SERVED
     # The SDK's own Host/Origin check (any port of localhost) gives way to `RequestGuard`, the
     # one every server here shares: this server's own origin only, 415 to a POST not JSON.
     app = server.streamable_http_app(
@@ -56,4 +54,4 @@ async def mcp(args: argparse.Namespace, ctx: Context) -> int:
         f"MCP server (streamable HTTP) on {url} · Temporal {ctx.target.address} · "
         f"task queue {ctx.target.task_queue}",
     )
-    return OK
+    return http_serving.SERVED

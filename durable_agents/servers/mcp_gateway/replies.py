@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from durable_agents.cli.outcome import RunOutcome
+from durable_agents.client.outcome import RunOutcome
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.session import TurnResult
 from durable_agents.servers.run_control import Decided, Paused

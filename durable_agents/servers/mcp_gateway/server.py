@@ -25,20 +25,13 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
-from durable_agents.cli.errors import CliError
+from durable_agents.client.run_input import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION, run_input
 from durable_agents.contracts.session import TurnResult
 from durable_agents.contracts.workflow_ids import SafeId
+from durable_agents.errors import AgentError
 from durable_agents.loop.validation_errors import describe_validation_error
 from durable_agents.servers.mcp_gateway.replies import AgentReply, DecisionReply, PendingCall
-from durable_agents.servers.run_control import (
-    DEFAULT_AGENT,
-    DEFAULT_AGENT_DESCRIPTION,
-    Answer,
-    NoteCallback,
-    Paused,
-    RunControl,
-    run_input,
-)
+from durable_agents.servers.run_control import Answer, NoteCallback, Paused, RunControl
 
 T = TypeVar("T")
 SERVER_NAME = "durable-agents"
@@ -195,8 +188,8 @@ class McpGateway:
     async def _follow(
         self, workflow_id: str, ctx: Context[Any, Any], ignore: set[str] | None = None
     ) -> AgentReply:
-        handle, _ = await _call(self.control.open(workflow_id))
-        ended = await _call(self.control.follow_run(handle, _progress(ctx), ignore or set()))
+        run = await _call(self.control.open(workflow_id))
+        ended = await _call(self.control.follow_run(run, _progress(ctx), ignore or set()))
         if isinstance(ended, Paused):
             return AgentReply.paused(ended)
         return AgentReply.of_outcome(ended)
@@ -222,17 +215,18 @@ def _checked(build: Callable[[], T]) -> T:
     """`build()`, with a refusal turned into a tool error naming the field."""
     try:
         return build()
-    except CliError as error:
+    except AgentError as error:
         raise ToolError(str(error)) from None
     except ValidationError as error:
         raise ToolError(f"invalid input: {describe_validation_error(error)}") from None
 
 
 async def _call(work: Awaitable[T]) -> T:
-    """`await work`, with a `CliError` (one line for the caller) turned into a tool error."""
+    """`await work`, with the client's typed error (`durable_agents.errors`: one line naming
+    its cause) turned into an MCP tool error (`isError`, the line as its text)."""
     try:
         return await work
-    except CliError as error:
+    except AgentError as error:
         raise ToolError(str(error)) from None
 
 

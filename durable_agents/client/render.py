@@ -11,7 +11,6 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from durable_agents.cli import client_tools
 from durable_agents.contracts.agent_result import AgentResult, ToolStep
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
@@ -33,6 +32,16 @@ OBSERVATION_CHARS = 100
 DIGEST_CHARS = 12
 """How much of a call's `args_digest` the printed `agent approve` command carries."""
 ARGS_INDENT = "      "
+
+
+def client_tool_lines(request: PendingRequest) -> list[str]:
+    """`  ⇄ client tool get_location {"accuracy": "city"} waits for its result (call c1)`."""
+    args = escape_text(shorten(json.dumps(request.args, ensure_ascii=False), 300))
+    expires = f", expires {request.expires_at:%Y-%m-%d %H:%M:%S}Z" if request.expires_at else ""
+    return [
+        f"  ⇄ client tool {escape_text(request.tool)} {args} waits for its result "
+        f"(call {escape_text(request.call_id)}{expires})"
+    ]
 
 
 def short_args(args: Mapping[str, Any] | None, raw: str = "", limit: int = ARGS_CHARS) -> str:
@@ -100,7 +109,7 @@ def pending_block(
     and first and last lines (`full`: all of it), then `hint` when something was cut.
     Invisible and control characters are shown escaped (`loop/review_display.py`)."""
     if request.kind is RequestKind.CLIENT_TOOL:
-        return client_tools.pending_lines(request)
+        return client_tool_lines(request)
     if request.kind is RequestKind.QUESTION:
         question = escape_text(shorten(request.question or "", 200)) or short_args(request.args)
         return [f"  ? {escape_text(request.tool)} asks: {question} (call {request.call_id})"]

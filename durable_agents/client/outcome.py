@@ -1,7 +1,8 @@
 """How a run ended, read from its workflow result: the answer, or why there is none.
 
 A completed `AgentWorkflow` returns an `AgentResult`; a failed, cancelled, terminated or timed
-out one raises. `RunOutcome` folds both into one value with the exit code and JSON to show.
+out one raises. `RunOutcome` folds both into one value with the JSON to show (the CLI's exit
+code for it: `cli.errors.exit_code_of`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError
 
-from durable_agents.cli.connection import RunHandle, explain_rpc
-from durable_agents.cli.errors import RUN_CANCELLED, RUN_FAILED, exit_code_for
+from durable_agents.client.connection import WorkflowRun, explain_rpc
 from durable_agents.contracts.agent_result import AgentResult
 
 Ending = Literal["completed", "failed", "cancelled", "terminated", "timed_out"]
@@ -35,13 +35,6 @@ class RunOutcome:
     result: AgentResult | None = None
     error_type: str | None = None
     message: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        """0 answer, 2 stopped at a limit, 1 failed or timed out, 3 cancelled or terminated."""
-        if self.result is not None:
-            return exit_code_for(self.result.stop_reason)
-        return RUN_CANCELLED if self.ending in ("cancelled", "terminated") else RUN_FAILED
 
     def to_json(self) -> dict[str, Any]:
         """The `AgentResult` as JSON, or `{"workflow_id", "status", "error": {type, message}}`."""
@@ -71,9 +64,9 @@ def _from_failure(workflow_id: str, error: WorkflowFailureError) -> RunOutcome:
     return RunOutcome(workflow_id, "failed", error_type=None, message=str(cause or error))
 
 
-async def await_outcome(handle: RunHandle) -> RunOutcome:
+async def await_outcome(handle: WorkflowRun) -> RunOutcome:
     """Wait for the run (following continue-as-new) and say how it ended; `handle` must
-    decode its result as `AgentResult` (see `cli.connection.describe`)."""
+    decode its result as `AgentResult` (see `client.connection.describe`)."""
     try:
         result = await handle.result()
     except WorkflowFailureError as error:

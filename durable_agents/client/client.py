@@ -1,0 +1,208 @@
+"""`AgentClient`: start agent runs and sessions on a temporalio `Client`, and reach those that run.
+
+    agents = AgentClient(client)
+    run = await agents.start(shop, "Order 17 shirts", id="order-1", task_queue="shop")
+    request = await run.next_request()
+    await run.approve(request.call_id, digest=request.args_digest)
+    result = await run.result()
+
+A run is the same `AgentWorkflow` every interface starts (the CLI, the HTTP API, the MCP and A2A
+gateways all go through this class), so the Temporal CLI and Web UI show it like any other. The
+client's data converter is made to read and write the engine's pydantic payloads (its codec and
+external storage kept): an application's own `Client.connect(...)` works as it is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from durable_agents.client.connection import explain_rpc
+from durable_agents.client.run_handle import STARTED_VIA, RunHandle, started_by
+from durable_agents.client.run_input import run_input
+from durable_agents.client.session_handle import SessionHandle
+from durable_agents.client.workflow_calls import (
+    SESSION_TYPE,
+    WORKFLOW_TYPE,
+    run_details,
+    run_summary,
+)
+from durable_agents.errors import InvalidInput, RunAlreadyStarted
+from durable_agents.runtime.temporal_client import engine_client
+from durable_agents.tools.agents import AgentProfiles
+
+if TYPE_CHECKING:
+    from durable_agents.agent import Agent
+
+
+class AgentClient:
+    """Runs and sessions on one Temporal client (see the module docstring).
+
+    - `task_queue`: where runs and sessions start when a call names none;
+    - `via`: the kind of server this client serves (`mcp`, `a2a`, `serve`): what it starts is
+      marked so in its memo, and (with `only_own`, the default) only what it started can be
+      reached through it (`NotStartedHere`);
+    - `profiles`: the agent profiles `start` may name (the worker's catalog's);
+    - `payload_store`: the worker stores large payloads outside history, so inputs may be
+      larger than the history's limits allow (`contracts.payload_limits`)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str | None = None,
+        via: str | None = None,
+        profiles: AgentProfiles | None = None,
+        payload_store: bool = False,
+        only_own: bool = True,
+    ) -> None:
+        self.client = engine_client(client)
+        self.task_queue = task_queue
+        self.via = via
+        self.owner = via if only_own else None
+        """Whose runs this client may reach (None: any in the namespace)."""
+        self.profiles = profiles if profiles is not None else AgentProfiles()
+        self.payload_store = payload_store
+
+    def __repr__(self) -> str:
+        return f"AgentClient(namespace={self.client.namespace!r}, via={self.via!r})"
+
+    @property
+    def started_by(self) -> str:
+        """What started the runs, in the words the Web UI's run details use."""
+        return started_by(self.via) if self.via else "`AgentClient`"
+
+    def _queue(self, task_queue: str | None) -> str:
+        queue = task_queue or self.task_queue
+        if not queue:
+            raise InvalidInput(
+                "task_queue: name the task queue a worker serving the agent polls",
+                field="task_queue",
+            )
+        return queue
+
+    def workflow_input(
+        self, agent: Agent[Any] | str | None, prompt: str, settings: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The `AgentWorkflow` input of a run of `agent` (an `Agent` defined in code, a profile
+        of `profiles` by name, or None: the default agent) with `settings` on top, checked:
+        `InvalidInput` names the field at fault. Only the given fields are sent, so the
+        worker's defaults (its model, every tool) still apply."""
+        if agent is None or isinstance(agent, str):
+            return run_input(prompt, agent, settings, self.profiles, self.payload_store)
+        try:
+            made = agent.input(prompt, **settings)
+        except ValueError as error:
+            raise InvalidInput(str(error)) from None
+        return made.model_dump(mode="json", exclude_unset=True)
+
+    async def start(
+        self,
+        agent: Agent[Any] | str | None,
+        prompt: str,
+        *,
+        id: str | None = None,
+        task_queue: str | None = None,
+        by: str | None = None,
+        **settings: Any,
+    ) -> RunHandle:
+        """Start a run of `agent` on `prompt` (`settings`: any run setting of `AgentInput`,
+        `max_iterations=5`, `mode="plan_and_execute"`, ...) as workflow `id` (default: a new
+        one) on `task_queue`. `by` names who started it (the Web UI's run details).
+        `InvalidInput`, `RunAlreadyStarted`, `TemporalError`."""
+        payload = self.workflow_input(agent, prompt, settings)
+        return await self.start_input(payload, id=id, task_queue=task_queue, by=by)
+
+    async def start_input(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        id: str | None = None,
+        task_queue: str | None = None,
+        by: str | None = None,
+    ) -> RunHandle:
+        """Start a run with a workflow input already made (`workflow_input`, an HTTP body)."""
+        workflow_id = id or f"{self.via or 'agent'}-{uuid.uuid4().hex[:10]}"
+        run_id = await self._start(
+            WORKFLOW_TYPE,
+            dict(payload),
+            workflow_id,
+            task_queue,
+            "run",
+            static_summary=run_summary(payload["prompt"]),
+            static_details=run_details(payload, by, self.started_by),
+        )
+        return RunHandle(self.client, workflow_id, run_id=run_id, owner=self.owner)
+
+    def run(self, workflow_id: str) -> RunHandle:
+        """A handle on the run `workflow_id` (nothing is asked of the server yet: a run that
+        does not exist is `RunNotFound` at the first call)."""
+        return RunHandle(self.client, workflow_id, owner=self.owner)
+
+    async def open_run(self, workflow_id: str) -> RunHandle:
+        """The run `workflow_id`, checked now: `RunNotFound`, `NotStartedHere`."""
+        run = self.run(workflow_id)
+        await run.describe()
+        return run
+
+    def session(self, session_id: str, *, task_queue: str | None = None) -> SessionHandle:
+        """The session `session_id`; its first message starts it on `task_queue`."""
+        return SessionHandle(
+            self.client,
+            session_id,
+            task_queue=task_queue or self.task_queue,
+            via=self.via,
+            owner=self.owner,
+        )
+
+    async def start_session(
+        self,
+        settings: Mapping[str, Any],
+        *,
+        id: str | None = None,
+        task_queue: str | None = None,
+    ) -> SessionHandle:
+        """Start a session with its own settings (`SessionInput`: the agent's settings, memory,
+        turns inline or as child runs) before its first message. `RunAlreadyStarted` when a
+        session with that id runs."""
+        session_id = id or f"session-{uuid.uuid4().hex[:10]}"
+        run_id = await self._start(SESSION_TYPE, dict(settings), session_id, task_queue, "session")
+        session = self.session(session_id, task_queue=self._queue(task_queue))
+        session.run_id = run_id
+        return session
+
+    async def _start(
+        self,
+        workflow_type: str,
+        workflow_input: dict[str, Any],
+        workflow_id: str,
+        task_queue: str | None,
+        what: str,
+        static_summary: str | None = None,
+        static_details: str | None = None,
+    ) -> str | None:
+        """Start `workflow_type` marked as `via`'s: its first run id, or the typed error
+        (`what`: `run` or `session`, as the messages name it)."""
+        try:
+            handle = await self.client.start_workflow(
+                workflow_type,
+                workflow_input,
+                id=workflow_id,
+                task_queue=self._queue(task_queue),
+                memo={STARTED_VIA: self.via} if self.via else None,
+                static_summary=static_summary,
+                static_details=static_details,
+            )
+        except WorkflowAlreadyStartedError:
+            noun = "a run with workflow id" if what == "run" else "a session with id"
+            raise RunAlreadyStarted(
+                f"{noun} {workflow_id!r} is already running", workflow_id=workflow_id
+            ) from None
+        except RPCError as error:
+            raise explain_rpc(error, None, f"cannot start the {what}") from None
+        return handle.result_run_id

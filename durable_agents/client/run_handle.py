@@ -1,0 +1,378 @@
+"""`RunHandle`: one `AgentWorkflow` run (or a session, for what waits in its running turn), as an
+application, the CLI or a server sees it: what waits for a person and the answers to it, the
+status, the result and the typed event stream. Every failure is a typed error
+(`durable_agents.errors`); a refused answer leaves the run's history as it was.
+
+    request = await run.next_request()            # a PendingRequest, or None once it ended
+    await run.approve(request.call_id, digest=request.args_digest)
+    result = await run.result()                   # AgentResult (RunFailedError otherwise)
+    async for event in run.events(after=None): ... # from the first event; after=N: after N
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator, Collection
+from dataclasses import dataclass
+from typing import Any, Final
+
+from temporalio.client import (
+    Client,
+    RPCTimeoutOrCancelledError,
+    WorkflowExecutionDescription,
+    WorkflowQueryFailedError,
+)
+from temporalio.service import RPCError
+
+from durable_agents.client.connection import (
+    QUERY_TIMEOUT,
+    WorkflowRun,
+    explain_rpc,
+    is_running,
+    status_name,
+)
+from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.workflow_calls import (
+    CLIENT_ASKED_TYPES,
+    DECIDED_TYPES,
+    answer_call,
+    full_digest,
+    pending_requests,
+    query_status,
+    refusal,
+    signal,
+    status_from_result,
+    steer_run,
+    was_answered,
+)
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
+from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
+from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.errors import (
+    DecisionRefused,
+    InvalidInput,
+    NotStartedHere,
+    NoWorker,
+    RunEnded,
+    RunFailedError,
+)
+from durable_agents.runtime.event_stream import follow_events, read_events
+
+STARTED_VIA: Final = "started_via"
+"""The memo key that says which server started a run or a session (`mcp`, `a2a`, `serve`)."""
+DIGEST: Final = re.compile(r"[0-9a-f]{8,64}")
+"""An `args_digest`, or its start as shown (sha256: 64 hex digits; at least 8)."""
+DIGEST_FIELD: Final = "args_digest"
+POLL_SECONDS: Final = 0.3
+UNSET: Any = object()
+"""`tool_result(result=...)` not given (a `None` result is a result)."""
+
+
+def started_by(via: str) -> str:
+    """What a server of kind `via` is called in messages."""
+    return {
+        "mcp": "the MCP gateway (`agent mcp`)",
+        "a2a": "the A2A gateway (`agent a2a`)",
+        "serve": "the HTTP API (`agent serve`)",
+    }.get(via, f"`{via}`")
+
+
+def checked_digest(digest: str | None) -> str | None:
+    """`digest` in lower case, or `InvalidInput` when it is not 8 to 64 hex digits."""
+    if digest is None:
+        return None
+    digest = digest.strip().lower()
+    if not DIGEST.fullmatch(digest):
+        raise InvalidInput(
+            f"{DIGEST_FIELD}: the hex args_digest `pending` shows (8 to 64 digits)",
+            field=DIGEST_FIELD,
+        )
+    return digest
+
+
+@dataclass(frozen=True)
+class Steered:
+    """Where a steering message went (a session forwards it to its running turn) and how many
+    messages wait for the model's next call there (None: not known)."""
+
+    workflow_id: str
+    queued: int | None
+
+
+class RunHandle:
+    """A run of `AgentWorkflow` by workflow id (the latest run of a continue-as-new chain).
+
+    With `owner` (a server's kind: `mcp`, `a2a`, `serve`), only a run that kind of server
+    started (its memo says so) can be looked at or answered: `NotStartedHere` otherwise."""
+
+    def __init__(
+        self,
+        client: Client,
+        workflow_id: str,
+        *,
+        run_id: str | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.client = client
+        self.id = workflow_id
+        self.run_id = run_id
+        """The run this handle was started as (None when it was opened by id)."""
+        self.owner = owner
+        self.workflow: WorkflowRun = client.get_workflow_handle(
+            workflow_id, result_type=AgentResult
+        )
+        """The temporalio handle (its result decodes as `AgentResult`)."""
+        self._answered: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"RunHandle({self.id!r})"
+
+    # -- looking -------------------------------------------------------------------------------
+
+    async def describe(self) -> WorkflowExecutionDescription:
+        """The workflow's description: `RunNotFound` when there is none, `NotStartedHere` when
+        it is not `owner`'s."""
+        try:
+            description = await self.workflow.describe()
+        except RPCError as error:
+            raise explain_rpc(error, self.id) from None
+        if self.owner is not None and (await description.memo()).get(STARTED_VIA) != self.owner:
+            raise NotStartedHere(
+                f"{self.id!r} was not started through {started_by(self.owner)}; only runs and "
+                "sessions started through it can be looked at or answered here",
+                workflow_id=self.id,
+            )
+        return description
+
+    async def task_queue_if_running(self, doing: str) -> str:
+        """The task queue of a run that still goes on; `RunEnded` (saying there is nothing to
+        `doing`) once it ended."""
+        description = await self.describe()
+        if not is_running(description):
+            status = status_name(description).lower()
+            raise RunEnded(
+                f"run {self.id!r} has already ended ({status}); there is nothing to {doing}",
+                workflow_id=self.id,
+                status=status,
+            )
+        return description.task_queue
+
+    async def pending(self) -> list[PendingRequest]:
+        """What waits for a person now, each with its `args_digest` ([] once the run ended);
+        `NoWorker` when no worker answers the query."""
+        description = await self.describe()
+        if not is_running(description):
+            return []
+        return await pending_requests(self.workflow, description.task_queue)
+
+    async def next_request(self, *, poll_seconds: float = POLL_SECONDS) -> PendingRequest | None:
+        """The first request that waits for a person (other than those this handle answered),
+        as soon as one does; None when the run ends first."""
+        await self.describe()
+        ending = asyncio.ensure_future(await_outcome(self.workflow))
+        try:
+            while not ending.done():
+                with contextlib.suppress(
+                    RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError
+                ):
+                    requests: list[PendingRequest] = await self.workflow.query(
+                        "pending_approvals",
+                        result_type=list[PendingRequest],
+                        rpc_timeout=QUERY_TIMEOUT,
+                    )
+                    waiting = [r for r in requests if r.call_id not in self._answered]
+                    if waiting:
+                        return waiting[0]
+                await asyncio.wait({ending}, timeout=poll_seconds)
+            return None
+        finally:
+            if not ending.done():
+                ending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await ending
+
+    async def query_status(
+        self, timeout: float = QUERY_TIMEOUT.total_seconds()
+    ) -> AgentStatus | None:
+        """The `status` query's answer, or None when no worker answers within `timeout`."""
+        return await query_status(self.workflow, timeout)
+
+    async def status(self) -> AgentStatus:
+        """Phase, turn, usage, pending requests and recent steps; a finished run's status is
+        rebuilt from its result when no worker answers. `NoWorker` when nothing can tell."""
+        description = await self.describe()
+        state = await self.query_status()
+        if state is None and not is_running(description):
+            outcome = await await_outcome(self.workflow)
+            if outcome.result is not None:
+                state = status_from_result(outcome.result)
+        if state is None:
+            raise NoWorker(
+                f"no worker answered the status query of {self.id!r} within "
+                f"{QUERY_TIMEOUT.total_seconds():g} s; is a worker polling task queue "
+                f"{description.task_queue!r}?",
+                workflow_id=self.id,
+                task_queue=description.task_queue,
+            )
+        return state
+
+    async def outcome(self, *, wait: bool = True) -> RunOutcome | None:
+        """How the run ended (waiting for its end with `wait`), or None while it runs."""
+        description = await self.describe()
+        if is_running(description) and not wait:
+            return None
+        return await await_outcome(self.workflow)
+
+    async def result(self) -> AgentResult:
+        """The run's result, once it ends: answer, stop reason, usage, steps. A run that
+        failed, was cancelled or terminated, or timed out raises `RunFailedError`."""
+        outcome = await self.outcome()
+        assert outcome is not None
+        if outcome.result is None:
+            raise RunFailedError(outcome)
+        return outcome.result
+
+    async def events(
+        self, *, after: int | None = None, stop_at: Collection[str] = TERMINAL_EVENT_TYPES
+    ) -> AsyncIterator[AgentEvent]:
+        """The run's typed events (`contracts.events`) after offset `after` (None: from the
+        first), live; it ends after the run's final event (`run_finished` / `run_failed`; one
+        is made from the close status of a run that could not publish its own). Resume with
+        the `offset` of the last event held: nothing is missed or repeated."""
+        await self.describe()
+        source = follow_events(self.client, self.id, after=after, stop_at=stop_at)
+        try:
+            async for event in source:
+                yield event
+        except RPCError as error:
+            raise explain_rpc(error, self.id, "reading the events") from None
+        finally:
+            await source.aclose()  # type: ignore[attr-defined]
+
+    async def read_events(self, *, after: int | None = None) -> tuple[list[AgentEvent], int]:
+        """The events retained now after `after`, and the offset to read from next (a query:
+        nothing is recorded in the run's history)."""
+        try:
+            return await read_events(self.client, self.id, after=after)
+        except RPCError as error:
+            raise explain_rpc(error, self.id, "reading the events") from None
+
+    # -- answering -----------------------------------------------------------------------------
+
+    async def approve(
+        self,
+        call_id: str,
+        *,
+        digest: str | None = None,
+        edit: dict[str, Any] | None = None,
+        by: str | None = None,
+        comment: str | None = None,
+    ) -> HumanDecision:
+        """Let call `call_id` run (with `edit`: with these arguments instead), bound to
+        `digest`, the `args_digest` of the arguments the person reviewed (or its first 8+ hex
+        digits): `DigestMismatch` when they changed. Without a digest the decision records
+        that none was given. The recorded decision; `CallNotFound`, `AlreadyDecided`,
+        `DecisionRefused` (edited arguments the tool refuses, ...), `RunEnded`, `NoWorker`."""
+        extra = {"args": edit, "by": by, "comment": comment}
+        return await self._decide(call_id, "approve", checked_digest(digest), extra)
+
+    async def reject(
+        self, call_id: str, *, reason: str | None = None, by: str | None = None
+    ) -> HumanDecision:
+        """The call does not run; the model reads `reason`. Errors as for `approve`."""
+        return await self._decide(call_id, "reject", None, {"reason": reason, "by": by})
+
+    async def _decide(
+        self, call_id: str, decision: str, digest: str | None, extra: dict[str, Any]
+    ) -> HumanDecision:
+        task_queue = await self.task_queue_if_running(decision)
+        payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
+        payload |= {k: v for k, v in extra.items() if v is not None}
+        if digest is not None:
+            payload["args_digest"] = await full_digest(
+                self.workflow, task_queue, call_id, digest, DIGEST_FIELD
+            )
+        recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
+        self._answered.add(call_id)
+        return recorded
+
+    async def reply(self, call_id: str, text: str, *, by: str | None = None) -> PendingRequest:
+        """Answer the `ask_user` question `call_id` with `text`. The reply is a signal, which
+        the workflow would ignore silently when it cannot apply, so the question is checked
+        first: `CallNotFound`, `AlreadyDecided`, `DecisionRefused` (the call waits for an
+        approval), `InvalidInput` (no text). The request it answered."""
+        if not text:
+            raise InvalidInput("text: a reply needs the text of the answer", field="text")
+        task_queue = await self.task_queue_if_running("reply to")
+        requests = await pending_requests(self.workflow, task_queue)
+        target = next((r for r in requests if r.call_id == call_id), None)
+        if target is None:
+            open_ids = ", ".join(r.call_id for r in requests) or "none"
+            reason = f"no pending call {call_id!r}"
+            message = (
+                f"cannot reply to {call_id!r} in {self.id}: no pending question {call_id!r} "
+                f"(unknown or already answered); pending: {open_ids}"
+            )
+            raise await refusal(self.workflow, call_id, reason, message)
+        if target.kind.decided_by is not RequestKind.QUESTION:
+            raise DecisionRefused(
+                f"cannot reply to {call_id!r}: it waits for {target.kind.wanted}",
+                call_id=call_id,
+                workflow_id=self.id,
+            )
+        payload = {"call_id": call_id, "text": text, **({"by": by} if by else {})}
+        await signal(self.workflow, "reply", payload, f"cannot reply to {call_id!r}")
+        self._answered.add(call_id)
+        return target
+
+    async def tool_result(
+        self,
+        call_id: str,
+        *,
+        result: Any = UNSET,
+        error: str | None = None,
+        by: str | None = None,
+    ) -> HumanDecision:
+        """Answer a client tool call (`client_tools`) with its `result` or an `error`: the
+        recorded answer. A result that breaks the tool's `result_schema` is
+        `DecisionRefused` naming why; `CallNotFound`, `AlreadyDecided` as for `approve`."""
+        task_queue = await self.task_queue_if_running("answer in it")
+        payload: dict[str, Any] = {"call_id": call_id}
+        if result is not UNSET:
+            payload["result"] = result
+        payload |= {k: v for k, v in {"error": error, "by": by}.items() if v is not None}
+        recorded = await answer_call(
+            self.workflow, task_queue, payload, verb="answer", update=CLIENT_TOOL_RESULT_UPDATE
+        )
+        self._answered.add(call_id)
+        return recorded
+
+    async def was_answered(self, call_id: str, *, client_tool: bool = False) -> bool:
+        """Whether `call_id` was decided (a client tool call: answered) in this run."""
+        answered_types = CLIENT_ASKED_TYPES if client_tool else DECIDED_TYPES
+        return await was_answered(self.workflow, call_id, answered_types)
+
+    async def steer(self, text: str, *, by: str | None = None) -> Steered:
+        """A message the model reads at its next call, without restarting the run (a session
+        forwards it to its running turn). `MessageRefused` when it cannot apply."""
+        if not text.strip():
+            raise InvalidInput("the steering text is empty", field="text")
+        task_queue = await self.task_queue_if_running("steer")
+        payload = {"text": text, **({"by": by} if by else {})}
+        queued = await steer_run(self.workflow, task_queue, payload)
+        if isinstance(queued, str):  # a session forwarded it to its running turn
+            return Steered(queued, None)
+        return Steered(self.id, len(queued) if isinstance(queued, list) else None)
+
+    async def cancel(self) -> None:
+        """Ask the run to cancel (it ends as cancelled); `RunEnded` once it has ended."""
+        await self.task_queue_if_running("cancel")
+        try:
+            await self.workflow.cancel()
+        except RPCError as error:
+            raise explain_rpc(error, self.id, "cannot cancel") from None
