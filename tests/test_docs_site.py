@@ -144,3 +144,15 @@ def test_the_site_builds_strict_with_the_generated_pages(tmp_path: Path) -> None
         "Order 17 shirts"
         in (tmp_path / "getting-started" / "first-agent" / "index.html").read_text()
     )
+
+
+def test_examples_page_lists_every_example_folder_and_each_has_its_test() -> None:
+    page = reference.examples_page()
+    folders = reference.example_folders()
+    assert {f.name for f in folders} >= {"shop", "session_chat", "sub_agent", "mcp_server"}
+    for folder in folders:
+        assert f"`examples/{folder.name}/`" in page
+        tested = list(folder.glob("test_*.py")) or list(
+            (ROOT / "tests").glob(f"test_{folder.name}*example*.py")
+        )
+        assert tested, f"examples/{folder.name} has no test for make test to run"

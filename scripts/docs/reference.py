@@ -534,6 +534,35 @@ def root_page(name: str) -> str:
     return text
 
 
+# -- the examples -----------------------------------------------------------------------------
+
+
+def example_folders() -> list[Path]:
+    """Every example: a folder of examples/ with a README."""
+    return sorted(path.parent for path in (ROOT / "examples").glob("*/README.md"))
+
+
+def examples_page() -> str:
+    """One entry per example folder: its title and first paragraph, from its README."""
+    lines = [
+        "# Examples",
+        "",
+        GENERATED_NOTE.rstrip(),
+        "",
+        "One folder per use in `examples/`, in the spirit of Temporal's samples-python: a README "
+        "and a small program each, using the public API. `make test` runs every example's test "
+        "against a scripted model.",
+    ]
+    for folder in example_folders():
+        readme = (folder / "README.md").read_text()
+        title = readme.splitlines()[0].lstrip("# ").strip()
+        paragraph = readme.split("\n\n")[1].strip()
+        # links into the repository become their text (the site holds no source files)
+        paragraph = re.sub(r"\[([^\]]*)\]\((?!https?:)[^)]*\)", r"\1", paragraph)
+        lines += ["", f"## {title}", "", f"`examples/{folder.name}/`", "", paragraph]
+    return "\n".join(lines) + "\n"
+
+
 def pages() -> dict[str, str]:
     """Every generated page, by its path in the site."""
     return {
@@ -542,5 +571,6 @@ def pages() -> dict[str, str]:
         "reference/cli.md": cli_page(),
         "reference/workflow-contract.md": contract_page(),
         "reference/events.md": events_page(),
+        "examples.md": examples_page(),
         **{page: root_page(source) for page, source in ROOT_PAGES.items()},
     }
