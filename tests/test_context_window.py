@@ -14,6 +14,7 @@ from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.loop.context_window import (
     NOTE_RESERVE_TOKENS,
     SUMMARY_SYSTEM_PROMPT,
+    TRIM_STEPS,
     ContextFit,
     clip_to_tokens,
     context_messages,
@@ -333,21 +334,35 @@ def test_sent_messages_fit_max_tokens_note_included(case: Case) -> None:
 
 @PROPERTY
 @given(ANY_CASE)
-def test_kept_suffix_is_the_longest_whole_unit_suffix_that_fits(case: Case) -> None:
+def test_kept_suffix_starts_at_the_block_boundary_after_the_longest_that_fits(
+    case: Case,
+) -> None:
+    """The kept suffix is whole units that fit; it starts at the first unit at or after the
+    multiple of a quarter of the room (counted from the conversation's start) that follows the
+    start of the longest whole-unit suffix that fits, so that it stays put while the
+    conversation grows (issue 36); the most recent unit is always kept."""
     fit, _ = fit_and_send(case)
     if fit.dropped == 0:
         return
     pinned = tokens([case.messages[0], case.messages[case.prompt_index]])
     budget = case.max_tokens - pinned - case.reserve - NOTE_RESERVE_TOKENS
     spans = case.unit_spans()
-    position = [start for start, _ in spans].index(fit.kept_from)
+    starts = [start for start, _ in spans]
 
     def suffix_tokens(from_unit: int) -> int:
         return sum(tokens(case.messages[start:end]) for start, end in spans[from_unit:])
 
-    if position < len(spans) - 1:  # more than the (always kept) most recent unit
-        assert suffix_tokens(position) <= budget
-    assert suffix_tokens(position - 1) > budget
+    longest = next((i for i in range(len(spans)) if suffix_tokens(i) <= budget), len(spans) - 1)
+    step = max(1, budget // TRIM_STEPS)
+    before = tokens(case.messages[: starts[longest]])
+    boundary = -(-before // step) * step
+    expected = next(
+        (i for i in range(longest, len(spans)) if tokens(case.messages[: starts[i]]) >= boundary),
+        longest,
+    )
+    assert fit.kept_from == starts[expected]
+    if expected < len(spans) - 1:  # more than the (always kept) most recent unit
+        assert suffix_tokens(expected) <= budget
 
 
 # --- examples ---------------------------------------------------------------------------------
@@ -402,10 +417,11 @@ def test_fit_uses_the_given_count_function() -> None:
     messages = [ChatMessage.system("s"), ChatMessage.user("p")] + [
         ChatMessage.user(str(i)) for i in range(10)
     ]
-    fit = fit_context(messages, 20 + NOTE_RESERVE_TOKENS + 30, count=lambda _: 10)
-    assert fit.kept_from == len(messages) - 3
-    assert fit.dropped == 7
-    assert fit.estimated_tokens == 50
+    # room for 4 messages after the pinned two; the quarter step (10 tokens) falls on a message
+    fit = fit_context(messages, 20 + NOTE_RESERVE_TOKENS + 40, count=lambda _: 10)
+    assert fit.kept_from == len(messages) - 4
+    assert fit.dropped == 6
+    assert fit.estimated_tokens == 60
 
 
 def test_a_lone_oversized_last_unit_is_kept_and_the_rest_dropped() -> None:

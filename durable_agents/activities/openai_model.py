@@ -112,7 +112,7 @@ def reply_from_completion(
         reasoning_key=reasoning[0] if reasoning else None,
         provider_fields=provider_fields(message) or None,
     )
-    usage = usage_from(completion.usage)
+    usage = usage_from(completion.usage, getattr(completion, "timings", None))
     return reply.model_copy(
         update={"usage": usage if usage is not None else estimate_usage(prompt, reply)}
     )

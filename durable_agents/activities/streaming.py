@@ -50,14 +50,41 @@ def reasoning_of(fields: Any) -> tuple[ReasoningKey, str] | None:
     return None
 
 
-def usage_from(reported: Any) -> TokenUsage | None:
-    """The provider's usage object as a `TokenUsage` (None when it sent none)."""
+def _field(value: Any, name: str) -> Any:
+    """`value.name` or `value[name]`: the SDK's models keep fields it does not know (a
+    provider's own, like llama-server's `timings`) as plain dicts."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def cached_prompt_tokens(reported: Any, timings: Any = None) -> int:
+    """The prompt tokens the provider served from its prompt cache: OpenAI's
+    `usage.prompt_tokens_details.cached_tokens`, else llama-server's top-level
+    `timings.cache_n`, else 0."""
+    for value in (
+        _field(_field(reported, "prompt_tokens_details"), "cached_tokens"),
+        _field(timings, "cache_n"),
+    ):
+        if isinstance(value, int) and value >= 0:
+            return value
+    return 0
+
+
+def usage_from(reported: Any, timings: Any = None) -> TokenUsage | None:
+    """The provider's usage object as a `TokenUsage` (None when it sent none); `timings`: the
+    completion's llama-server timings, where it has them (the cached prompt tokens)."""
     if reported is None:
         return None
-    prompt = getattr(reported, "prompt_tokens", None) or 0
-    completion = getattr(reported, "completion_tokens", None) or 0
-    total = getattr(reported, "total_tokens", None) or prompt + completion
-    return TokenUsage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=total)
+    prompt = _field(reported, "prompt_tokens") or 0
+    completion = _field(reported, "completion_tokens") or 0
+    total = _field(reported, "total_tokens") or prompt + completion
+    return TokenUsage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=total,
+        cached_prompt_tokens=min(cached_prompt_tokens(reported, timings), prompt),
+    )
 
 
 def estimate_usage(prompt: Sequence[ChatMessage], reply: ModelReply) -> TokenUsage:
@@ -132,7 +159,7 @@ class StreamAssembler:
         model = getattr(chunk, "model", None)
         if isinstance(model, str) and model and self.model is None:
             self.model = model
-        usage = usage_from(getattr(chunk, "usage", None))
+        usage = usage_from(getattr(chunk, "usage", None), getattr(chunk, "timings", None))
         if usage is not None:
             self.usage = usage  # servers that report usage on every chunk: the last one counts
         for choice in getattr(chunk, "choices", None) or []:

@@ -6,7 +6,9 @@ can carry it across continue-as-new.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from durable_agents.contracts.agent_result import ModelCall, ToolStep
 from durable_agents.contracts.approvals import RepeatOf
@@ -63,4 +65,9 @@ class Scratchpad(BaseModel):
     steering: list[SteerMessage] = []
     plan: PlanState | None = None
     """Plan-and-execute mode: the plan as it stands."""
+    _token_tally: Any = PrivateAttr(default=None)
+    """The messages' running token estimates (`loop.tokens.TokenTally`, made on first use by
+    `loop.context_plan.token_tally`): never serialised, and shared with every scratchpad
+    `model_copy` makes from this one, so a run estimates each message once. Derived from the
+    messages alone: a replay rebuilds it the same."""
     """Steering messages received and not yet seen by the model (sent at its next call)."""

@@ -14,6 +14,14 @@ from durable_agents.loop.context_window import (
     fit_context,
     summary_request,
 )
+from durable_agents.loop.tokens import TokenTally
+
+
+def token_tally(pad: Scratchpad) -> TokenTally:
+    """The run's running token estimates, kept with its scratchpad (made on first use)."""
+    if not isinstance(pad._token_tally, TokenTally):
+        pad._token_tally = TokenTally()
+    return pad._token_tally
 
 
 def summary_reserve(max_context_tokens: int) -> int:
@@ -36,7 +44,11 @@ def summary_due(pad: Scratchpad, max_context_tokens: int) -> SummaryDue | None:
     """With the `summarize` strategy: what to summarise before the next call, or None."""
     reserve = summary_reserve(max_context_tokens)
     fit = fit_context(
-        pad.messages, max_context_tokens, prompt_index=pad.prompt_index, reserve_tokens=reserve
+        pad.messages,
+        max_context_tokens,
+        prompt_index=pad.prompt_index,
+        reserve_tokens=reserve,
+        tally=token_tally(pad),
     )
     if fit.kept_from <= pad.summarized_upto:
         return None
@@ -68,6 +80,7 @@ def plan_context(pad: Scratchpad, max_context_tokens: int, summarize: bool) -> C
         max_context_tokens,
         prompt_index=pad.prompt_index,
         reserve_tokens=summary_reserve(max_context_tokens) if summarize else 0,
+        tally=token_tally(pad),
     )
     kept_from = max(fit.kept_from, pad.summarized_upto) if summarize else fit.kept_from
     return ContextFit(

@@ -13,12 +13,13 @@ from here too (`estimate_text_tokens`, `estimate_tokens`).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from durable_agents.contracts.messages import ChatMessage
 from durable_agents.loop.summaries import shorten
-from durable_agents.loop.tokens import estimate_text_tokens, estimate_tokens
+from durable_agents.loop.tokens import TokenTally, estimate_text_tokens, estimate_tokens
 
 
 def group_units(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:
@@ -56,6 +57,11 @@ class ContextFit:
     dropped: int = 0
 
 
+TRIM_STEPS = 4
+"""When the window is full, the kept part moves forward by about a quarter of the room at once
+(`fit_context`), not by one message per call."""
+
+
 def fit_context(
     messages: Sequence[ChatMessage],
     max_tokens: int,
@@ -63,40 +69,92 @@ def fit_context(
     prompt_index: int = 1,
     reserve_tokens: int = 0,
     count: Callable[[ChatMessage], int] = estimate_tokens,
+    tally: TokenTally | None = None,
 ) -> ContextFit:
-    """Keep the system message, the prompt (`messages[prompt_index]`) and the longest suffix of
-    whole units that fits; earlier conversation turns sit before the prompt and go first.
+    """Keep the system message, the prompt (`messages[prompt_index]`) and a suffix of whole
+    units that fits; earlier conversation turns sit before the prompt and go first.
+
+    The suffix starts at a block boundary: the first unit at or after a multiple of a quarter
+    of the room (`TRIM_STEPS`), counted from the start of the conversation. A provider's prompt
+    cache serves what a request shares with the previous one from its start, so the start of
+    what is sent must stay put: cut at the fewest units that fit, the suffix would move (and
+    the cache miss everything after the prompt) at every call once the window is full; cut at
+    a boundary, it moves once per quarter of the window.
 
     `reserve_tokens` leaves room for a summary. The most recent unit is always kept, even if it
     alone is over the budget: it holds the results the model must read next, and tool results
-    are already cut to `max_observation_chars` before they get here.
+    are already cut to `max_observation_chars` before they get here. `tally` (the run's
+    `TokenTally`) keeps the estimates between calls; without one they are made afresh.
     """
-    pinned_tokens = count(messages[0]) + (
-        count(messages[prompt_index]) if len(messages) > prompt_index else 0
-    )
-    units: list[tuple[int, list[ChatMessage]]] = []  # (start index, unit), oldest first
-    for start, part in (
-        (1, messages[1:prompt_index]),
-        (prompt_index + 1, messages[prompt_index + 1 :]),
-    ):
-        offset = start
-        for unit in group_units(part):
-            units.append((offset, unit))
-            offset += len(unit)
-    all_tokens = pinned_tokens + sum(count(m) for _, unit in units for m in unit)
-    if all_tokens <= max_tokens:
-        return ContextFit(kept_from=1, estimated_tokens=all_tokens)
+    tally = tally if tally is not None else TokenTally(count)
+    totals = tally.totals(messages)
+    size = len(messages)
+    prompt = totals[prompt_index + 1] - totals[prompt_index] if size > prompt_index else 0
+    pinned_tokens = totals[min(size, 1)] + prompt
+    if totals[size] <= max_tokens:
+        return ContextFit(kept_from=1, estimated_tokens=totals[size])
     budget = max_tokens - pinned_tokens - reserve_tokens - NOTE_RESERVE_TOKENS
-    kept_from = len(messages)
-    used = 0
-    for start, unit in reversed(units):
-        cost = sum(count(m) for m in unit)
-        if kept_from < len(messages) and used + cost > budget:
-            break
-        kept_from = start
-        used += cost
-    dropped = sum(len(unit) for start, unit in units if start < kept_from)
-    return ContextFit(kept_from=kept_from, estimated_tokens=pinned_tokens + used, dropped=dropped)
+    cuts = _Cuts(tally, messages, prompt_index)
+    last = cuts.last()
+    fitting = cuts.first_fitting(totals, budget, prompt)
+    if fitting is None:
+        kept_from = size if last is None else last
+    else:
+        step = max(1, budget // TRIM_STEPS)
+        boundary = cuts.next(bisect_left(totals, -(-totals[fitting] // step) * step, fitting))
+        kept_from = (
+            boundary if boundary is not None and last is not None and boundary <= last else fitting
+        )
+    kept = totals[size] - totals[kept_from] - (prompt if kept_from <= prompt_index < size else 0)
+    dropped = kept_from - 1 - (1 if prompt_index < min(kept_from, size) else 0)
+    return ContextFit(
+        kept_from=kept_from, estimated_tokens=pinned_tokens + kept, dropped=max(dropped, 0)
+    )
+
+
+@dataclass(frozen=True)
+class _Cuts:
+    """Where the kept suffix may start: a unit's first message, in the earlier turns
+    (`[1, prompt_index)`) or after the prompt; never the prompt itself."""
+
+    tally: TokenTally
+    messages: Sequence[ChatMessage]
+    prompt_index: int
+
+    def next(self, at_least: int) -> int | None:
+        """The first place at or after `at_least`, or None."""
+        size, prompt_index = len(self.messages), self.prompt_index
+        if prompt_index > 1 and at_least <= 1 < size:
+            return 1
+        start = self.tally.first_start(self.messages, max(at_least, 1))
+        if start == prompt_index:
+            start = self.tally.first_start(self.messages, prompt_index + 1)
+        after_prompt = prompt_index + 1
+        if at_least <= after_prompt < size and (start is None or start > after_prompt):
+            return after_prompt
+        return start
+
+    def last(self) -> int | None:
+        """The last place: the most recent unit's first message."""
+        starts = self.tally.starts(self.messages)
+        candidates = [s for s in starts[-2:] if s != self.prompt_index]
+        if self.prompt_index + 1 < len(self.messages):
+            candidates.append(self.prompt_index + 1)
+        if self.prompt_index > 1:
+            candidates.append(1)
+        return max(candidates, default=None)
+
+    def first_fitting(self, totals: Sequence[int], budget: int, prompt: int) -> int | None:
+        """The first place whose suffix (the prompt aside) is within `budget`, or None."""
+        size, prompt_index = len(self.messages), self.prompt_index
+        if 1 < prompt_index < size:  # earlier turns: the suffix holds the prompt too
+            index = bisect_left(totals, totals[size] - budget - prompt, 1, prompt_index)
+            cut = self.next(index)
+            if cut is not None and cut < prompt_index:
+                return cut
+        index = bisect_left(totals, totals[size] - budget, prompt_index + 1, size)
+        cut = self.next(max(index, prompt_index + 1))
+        return cut if cut is not None and totals[size] - totals[cut] <= budget else None
 
 
 def dropped_note(count: int) -> ChatMessage:

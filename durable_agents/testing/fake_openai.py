@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import socket
 import sys
 import threading
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "STREAM_NOT_SUPPORTED",
@@ -745,6 +746,13 @@ class FakeOpenAIServer:
         self.refuse_streaming: ReplyLike | None = None
         """When set (e.g. to ``STREAM_NOT_SUPPORTED``), every ``"stream": true`` request gets
         this reply instead of a scripted one, which stays queued."""
+        self.prompt_cache: Literal["openai", "llama-server"] | None = None
+        """When set, the server acts as if it had a prompt cache holding the previous request:
+        each reply's usage reports the prompt's tokens (its tools, then each message, as JSON,
+        4 characters a token) and how many of them the previous request's prompt already had
+        (the common prefix), as OpenAI does (``usage.prompt_tokens_details.cached_tokens``) or
+        as llama-server does (a top-level ``timings`` with ``cache_n`` and ``prompt_n``)."""
+        self._cached_prompt = ""
         self._stop_event = threading.Event()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -826,7 +834,8 @@ class FakeOpenAIServer:
             return len(self._queue)
 
     def reset(self) -> None:
-        """Forget queued replies, the handler, recorded requests, errors and the sent count."""
+        """Forget queued replies, the handler, recorded requests, errors, the sent count and the
+        prompt cache."""
         with self._lock:
             self._queue.clear()
             self._handler = None
@@ -835,6 +844,8 @@ class FakeOpenAIServer:
             self._sent = 0
             self._chunks = 0
             self.refuse_streaming = None
+            self.prompt_cache = None
+            self._cached_prompt = ""
 
     # -- inspection --------------------------------------------------------------------
 
@@ -944,8 +955,27 @@ class FakeOpenAIServer:
             ],
         }
         if reply.usage is not None:
-            body["usage"] = _usage_json(reply.usage)
+            body.update(self._usage_fields(reply.usage, request_body))
         return body
+
+    def _usage_fields(
+        self, usage: tuple[int, int], request_body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The body's ``usage`` (and, acting as llama-server with a prompt cache, ``timings``)."""
+        if self.prompt_cache is None:
+            return {"usage": _usage_json(usage)}
+        messages = request_body.get("messages", [])
+        prompt = json.dumps(request_body.get("tools", [])) + "".join(map(json.dumps, messages))
+        with self._lock:
+            common = len(os.path.commonprefix([self._cached_prompt, prompt]))  # noqa: RUF071 (characters are meant)
+            self._cached_prompt = prompt
+        prompt_tokens, cached = (len(prompt) + 3) // 4, common // 4
+        fields: dict[str, Any] = {"usage": _usage_json((prompt_tokens, usage[1]))}
+        if self.prompt_cache == "openai":
+            fields["usage"]["prompt_tokens_details"] = {"cached_tokens": cached}
+        else:
+            fields["timings"] = {"cache_n": cached, "prompt_n": prompt_tokens - cached}
+        return fields
 
     def _stream_chunks(
         self, streamed: StreamedReply, request_body: Mapping[str, Any]
@@ -1025,7 +1055,9 @@ class FakeOpenAIServer:
         if streamed.finish:
             chunks.append(chunk({}, reply.finish_reason))
         if include_usage and reply.usage is not None:
-            chunks.append({**header, "choices": [], "usage": _usage_json(reply.usage)})
+            chunks.append(
+                {**header, "choices": [], **self._usage_fields(reply.usage, request_body)}
+            )
         return chunks
 
 
@@ -1034,7 +1066,7 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _usage_json(usage: tuple[int, int]) -> dict[str, int]:
+def _usage_json(usage: tuple[int, int]) -> dict[str, Any]:
     prompt_tokens, completion_tokens = usage
     return {
         "prompt_tokens": prompt_tokens,
