@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,27 +26,28 @@ from durable_agents.runtime.extras import EXTRA_MODULES, MissingExtra, installed
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONAL = sorted({module.partition(".")[0] for mods in EXTRA_MODULES.values() for module in mods})
 
-REFUSE_OPTIONAL = f"""
+
+def refusing(modules: Sequence[str]) -> str:
+    """Code that makes `modules` (top-level names) unimportable, as if not installed."""
+    return f"""
 import importlib.abc, sys
 
-class RefuseOptional(importlib.abc.MetaPathFinder):
-    \"\"\"As if the extras were not installed: their modules cannot be imported.\"\"\"
-
+class Refuse(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in {set(OPTIONAL)!r}:
+        if name.partition(".")[0] in {set(modules)!r}:
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
         return None
 
-sys.meta_path.insert(0, RefuseOptional())
+sys.meta_path.insert(0, Refuse())
 """
 
 
 def run_core(
-    code: str, *args: str, env: dict[str, str] | None = None
+    code: str, *args: str, env: dict[str, str] | None = None, refused: Sequence[str] = OPTIONAL
 ) -> subprocess.CompletedProcess[str]:
-    """`code` in a fresh Python that cannot import any extra's module."""
+    """`code` in a fresh Python that cannot import `refused` (default: any extra's module)."""
     return subprocess.run(
-        [sys.executable, "-c", REFUSE_OPTIONAL + code, *args],
+        [sys.executable, "-c", refusing(refused) + code, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -120,11 +122,7 @@ FEATURE_CASES = {
         line("OTEL_ENABLED (OpenTelemetry tracing)", "otel"),
     ),
     "crypto": (
-        "import base64\n"
-        "from durable_agents.runtime.codec import codec_for\n"
-        "from durable_agents.runtime.settings import EnvironmentSettings\n"
-        "key = base64.b64encode(bytes(32)).decode()\n"
-        "codec_for(EnvironmentSettings.from_env({'AGENT_PAYLOAD_KEY': key}))",
+        "from durable_agents.runtime.codec import EncryptionCodec\nEncryptionCodec(bytes(32))",
         line("AGENT_PAYLOAD_KEY (payload encryption)", "crypto"),
     ),
     "postgres": (
@@ -175,6 +173,17 @@ def test_code_mode_without_its_extra_is_a_script_error_and_a_note_at_start() -> 
     status, error, warning = done.stdout.splitlines()
     assert (status, error) == ("error", line("code mode (code_mode: true)", "code"))
     assert warning == f"{error}; runs that ask for it get that error"
+
+
+def test_encryption_needs_only_cryptography_of_its_extra() -> None:
+    """The crypto extra is cryptography (the codec) and aiohttp (the codec server): a worker
+    that encrypts needs only the first."""
+    done = run_core(
+        "from durable_agents.runtime.codec import EncryptionCodec\n"
+        "print(EncryptionCodec(bytes(32)).key_ids)",
+        refused=["aiohttp"],
+    )
+    assert (done.returncode, done.stdout) == (0, "['default']\n"), done.stderr
 
 
 def test_the_codec_server_without_its_extra_says_which_in_one_line() -> None:

@@ -59,7 +59,7 @@ class PayloadDecryptionError(ValueError):
 
 
 def _aesgcm(key: bytes) -> AESGCM:
-    require("crypto", f"{PAYLOAD_KEY_ENV} (payload encryption)")
+    require("crypto", f"{PAYLOAD_KEY_ENV} (payload encryption)", "cryptography")
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     return AESGCM(key)

@@ -53,7 +53,7 @@ from durable_agents.runtime.settings import EnvironmentSettings, SettingsError
 from durable_agents.runtime.temporal_client import payload_store_of
 
 try:
-    require("crypto", "the codec server")  # aiohttp serves it
+    require("crypto", "the codec server", "aiohttp")
 except MissingExtra as missing:
     if __name__ == "__main__":  # `python -m durable_agents.runtime.codec_server`: one line
         sys.exit(f"codec server not started: {missing}")

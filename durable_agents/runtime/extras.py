@@ -46,10 +46,10 @@ class MissingExtra(RuntimeError):
         )
 
 
-def require(extra: str, feature: str) -> None:
-    """Import the modules of `extra` or raise `MissingExtra` naming `feature` (what the user
-    asked for: `agent serve`, `MCP_CONFIG`, ...) and the extra."""
-    for module in EXTRA_MODULES[extra]:
+def require(extra: str, feature: str, *modules: str) -> None:
+    """Import `modules` (default: all of `extra`'s) or raise `MissingExtra` naming `feature`
+    (what the user asked for: `agent serve`, `MCP_CONFIG`, ...) and the extra."""
+    for module in modules or EXTRA_MODULES[extra]:
         try:
             importlib.import_module(module)
         except ImportError:
