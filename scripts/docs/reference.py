@@ -45,6 +45,11 @@ ROOT_PAGES = {"benchmarks.md": "BENCHMARKS.md", "reliability.md": "RELIABILITY.m
 """Site page -> the repository file it shows."""
 
 
+def page_head(title: str) -> list[str]:
+    """The first lines of a generated page: its title and the note that it is generated."""
+    return [f"# {title}", "", GENERATED_NOTE.rstrip()]
+
+
 def cell(text: object) -> str:
     """`text` fit for one Markdown table cell: one line, pipes escaped."""
     return re.sub(r"\s*\n\s*", " ", str(text)).replace("|", "\\|").strip()
@@ -110,9 +115,7 @@ def settings_page() -> str:
     from durable_agents.runtime import settings
 
     lines = [
-        "# Settings",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("Settings"),
         "",
         inspect.cleandoc(settings.__doc__ or ""),
         "",
@@ -177,9 +180,7 @@ def cli_page() -> str:
     global_actions = shown_actions(parser, set())
     global_flags = {name for action in global_actions for name in action.option_strings}
     lines = [
-        "# The `agent` command line",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("The `agent` command line"),
         "",
         f"{parser.description}",
         "",
@@ -397,9 +398,7 @@ def returned(fn: Any) -> Any:
 
 def contract_page() -> str:
     lines = [
-        "# The workflow contract",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("The workflow contract"),
         "",
         "What a client sends to and reads from the two workflow types, as the Temporal CLI, the "
         "Web UI, the `agent` CLI and the HTTP API see them. Every payload is JSON; each table "
@@ -443,9 +442,7 @@ def events_page() -> str:
     from durable_agents.contracts import events
 
     lines = [
-        "# Events",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("Events"),
         "",
         inspect.cleandoc(events.__doc__ or ""),
         "",
@@ -504,9 +501,7 @@ def unresolved_names() -> list[str]:
 
 def python_api_page() -> str:
     lines = [
-        "# Python API",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("Python API"),
         "",
         "Every public name of the `durable_agents` package, from its docstrings. An agent "
         "defined with them: [Your first agent](../getting-started/first-agent.md#defining-an-"
@@ -545,9 +540,7 @@ def example_folders() -> list[Path]:
 def examples_page() -> str:
     """One entry per example folder: its title and first paragraph, from its README."""
     lines = [
-        "# Examples",
-        "",
-        GENERATED_NOTE.rstrip(),
+        *page_head("Examples"),
         "",
         "One folder per use in `examples/`, in the spirit of Temporal's samples-python: a README "
         "and a small program each, using the public API. `make test` runs every example's test "
