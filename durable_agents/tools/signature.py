@@ -106,4 +106,3 @@ def _arguments_model(
         model_name, __config__=ConfigDict(extra="forbid"), **fields
     )
     return model
-

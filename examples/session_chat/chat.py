@@ -45,6 +45,8 @@ async def chat(session: SessionHandle, lines: Iterable[str]) -> list[str]:
         print(f"[turn {turn.turn}] {turn.answer}", flush=True)
         answers.append(turn.answer or "")
     return answers
+
+
 # --8<-- [end:session]
 
 
