@@ -18,7 +18,7 @@ from pydantic import SecretStr
 from temporalio.service import TLSConfig
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agents.cli.connection import Target
+from durable_agents.client.connection import Target
 from durable_agents.runtime.codec import generate_key
 from durable_agents.runtime.codec_server import server_from_env
 from durable_agents.runtime.settings import EnvironmentSettings, SettingsError

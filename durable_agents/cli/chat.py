@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import Any
 
 from temporalio.client import (
     Client,
 )
 
+from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK
 from durable_agents.cli.lines import LineReader
 from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher
-from durable_agents.client.connection import WorkflowRun as RunHandle
-from durable_agents.client.connection import connect
+from durable_agents.client.connection import WorkflowRun
 from durable_agents.client.outcome import RunOutcome
-from durable_agents.client.workflow_calls import send_message
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
 
@@ -51,7 +49,7 @@ async def turn_outcome(session_id: str, answered: asyncio.Future[TurnResult]) ->
 
 
 def turn_watcher(
-    handle: RunHandle,
+    handle: WorkflowRun,
     turn: RunningTurn,
     answered: asyncio.Future[TurnResult],
     view: ProgressView,
@@ -65,9 +63,11 @@ def turn_watcher(
     return Watcher(handle, view, answerer, status_query="turn_status", ending=ending)
 
 
-async def chat(args: argparse.Namespace, ctx: Any) -> int:
+async def chat(args: argparse.Namespace, ctx: Context) -> int:
     """The conversation loop (see the module docstring)."""
-    client = await connect(ctx.target)
+    agents = await ctx.agents()
+    client = agents.client
+    session = agents.session(args.session_id)
     console: Console = ctx.console()
     reader = LineReader()
     session_id: str = args.session_id
@@ -84,15 +84,15 @@ async def chat(args: argparse.Namespace, ctx: Any) -> int:
         if not text:
             continue
         if text in END_COMMANDS:
-            await client.get_workflow_handle(session_id).signal("end", {"by": args.by})
+            await session.end(by=args.by)
             console.line(f"session {session_id} ended")
             return OK
-        update = await send_message(client, session_id, ctx.target.task_queue, text, args.by)
+        update = await session.send_nowait(text, by=args.by)
         answered = asyncio.ensure_future(update.result())
         turn = await running_turn(client, session_id, answered)
         view = None
         if turn is not None:
-            handle: RunHandle = client.get_workflow_handle(
+            handle: WorkflowRun = client.get_workflow_handle(
                 turn.workflow_id, result_type=AgentResult
             )
             view = ProgressView(console, turn.workflow_id, ctx.prefix, session_turn=turn.turn)

@@ -14,8 +14,7 @@ from typing import Any, Protocol
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import WorkflowRun as RunHandle
-from durable_agents.client.connection import explain_rpc
+from durable_agents.client.connection import WorkflowRun, explain_rpc
 from durable_agents.client.workflow_calls import SEND_TIMEOUT_SECONDS, send_result
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 
@@ -26,7 +25,7 @@ ERROR_PREFIX = "!"
 class Asker(Protocol):
     """What `answer` needs of the live view's answerer (`cli.progress.Answerer`)."""
 
-    handle: RunHandle
+    handle: WorkflowRun
     by: str | None
     sending: bool
     """True while an answer is on its way (the request vanishing is then our own doing)."""
@@ -56,7 +55,7 @@ async def answer(
     request: PendingRequest,
     say: Callable[[str], None],
     reason: Callable[[BaseException], str],
-    send: Callable[[RunHandle, dict[str, Any]], Awaitable[HumanDecision]] = send_result,
+    send: Callable[[WorkflowRun, dict[str, Any]], Awaitable[HumanDecision]] = send_result,
 ) -> None:
     """Ask for the result of a client tool call until it is sent, skipped or stdin ends."""
     while True:

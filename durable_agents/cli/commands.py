@@ -12,10 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus
-from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.client import WorkflowExecutionDescription, WorkflowExecutionStatus
 
 from durable_agents.cli.errors import DETACHED, OK, CliError, exit_code_of
 from durable_agents.cli.lines import LineReader
@@ -25,32 +22,26 @@ from durable_agents.cli.progress import (
     ProgressView,
     Watcher,
 )
-from durable_agents.client import render
+from durable_agents.client import AgentClient, RunHandle, render
 from durable_agents.client.connection import (
     QUERY_TIMEOUT,
     Target,
+    WorkflowRun,
     connect,
-    describe,
-    explain_rpc,
     is_running,
     status_name,
 )
-from durable_agents.client.connection import WorkflowRun as RunHandle
-from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.outcome import RunOutcome
+from durable_agents.client.run_input import checked_input
 from durable_agents.client.workflow_calls import (
     CLOSED_QUERY_TIMEOUT_SECONDS,
-    WORKFLOW_TYPE,
-    pending_requests,
-    query_status,
-    run_details,
-    run_summary,
     status_from_result,
 )
-from durable_agents.contracts.agent_input import AgentInput
-from durable_agents.contracts.agent_result import AgentResult
-from durable_agents.contracts.payload_limits import limits_context_of
+from durable_agents.errors import RunAlreadyStarted
 from durable_agents.loop.output import schema_problem
-from durable_agents.loop.validation_errors import describe_validation_error
+
+VIA = "cli"
+"""`started_via` in the memo of the runs `agent run` starts."""
 
 
 @dataclass
@@ -78,6 +69,22 @@ class Context:
         for line in lines:
             self.out.write(line + "\n")
         self.out.flush()
+
+    async def agents(self) -> AgentClient:
+        """The `AgentClient` every command reaches runs through: on the target's server and
+        task queue, marking what it starts `started_via: cli`, reaching any run."""
+        return AgentClient(
+            await connect(self.target),
+            task_queue=self.target.task_queue,
+            via=VIA,
+            only_own=False,
+            payload_store=self.target.payload_store,
+        )
+
+    async def run(self, workflow_id: str) -> tuple[RunHandle, WorkflowExecutionDescription]:
+        """The run `workflow_id` and its description (`RunNotFound` when there is none)."""
+        run = (await self.agents()).run(workflow_id)
+        return run, await run.describe()
 
 
 # -- input -------------------------------------------------------------------------------------
@@ -118,18 +125,14 @@ def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[s
         if problem:
             raise CliError(f"--output-schema: not a valid JSON Schema: {problem}")
         payload["output_schema"] = schema
-    try:
-        AgentInput.model_validate(payload, context=limits_context_of(payload_store))
-    except ValidationError as error:
-        raise CliError(f"invalid input: {describe_validation_error(error)}") from None
-    return payload
+    return checked_input(payload, payload_store)
 
 
 # -- following runs ----------------------------------------------------------------------------
 
 
 async def follow(
-    handle: RunHandle, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
+    handle: WorkflowRun, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
 ) -> int:
     """The live view until the run ends; exit code from how it ended (130 on Ctrl-C).
     `from_start`: the run was just started here, its stream is read from its first event
@@ -158,29 +161,19 @@ async def follow(
 async def run(args: argparse.Namespace, ctx: Context) -> int:
     """`agent run PROMPT`: start a run, then follow it (unless --no-wait)."""
     payload = build_input(args, ctx.target.payload_store)
-    client = await connect(ctx.target)
+    agents = await ctx.agents()
     workflow_id = args.id or f"agent-{uuid.uuid4().hex[:10]}"
     try:
-        handle = await client.start_workflow(
-            WORKFLOW_TYPE,
-            payload,
-            id=workflow_id,
-            task_queue=ctx.target.task_queue,
-            static_summary=run_summary(args.prompt),
-            static_details=run_details(payload, args.by),
-            result_type=AgentResult,
-        )
-    except WorkflowAlreadyStartedError:
+        run = await agents.start_input(payload, id=workflow_id, by=args.by)
+    except RunAlreadyStarted:
         raise CliError(
             f"a run with workflow id {workflow_id!r} is already running; follow it with "
             f"`{ctx.prefix} watch {shlex.quote(workflow_id)}`"
         ) from None
-    except RPCError as error:
-        raise explain_rpc(error, None, "cannot start the run") from None
     wid = shlex.quote(workflow_id)
     if args.no_wait:
         if ctx.json:
-            ctx.emit({"workflow_id": workflow_id, "run_id": handle.result_run_id})
+            ctx.emit({"workflow_id": workflow_id, "run_id": run.run_id})
         else:
             ctx.say(
                 f"started {workflow_id} on task queue {ctx.target.task_queue}",
@@ -193,23 +186,22 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
         f"started {workflow_id} on task queue {ctx.target.task_queue} · "
         f"model {payload.get('model') or 'worker default'} · {tools}"
     )
-    return await follow(handle, ctx, args, from_start=True)
+    return await follow(run.workflow, ctx, args, from_start=True)
 
 
 async def watch(args: argparse.Namespace, ctx: Context) -> int:
     """`agent watch ID`: the live view of a running run, or the story of a finished one."""
-    client = await connect(ctx.target)
-    handle, description = await describe(client, args.workflow_id)
+    run, description = await ctx.run(args.workflow_id)
     summary = await description.static_summary()
     about = f" · {summary}" if summary else ""
     console = ctx.console()
     console.line(f"watching {args.workflow_id} ({status_name(description)}){about}")
     if not is_running(description) and description.status != WorkflowExecutionStatus.COMPLETED:
         # A failed or cancelled run has no result to read its steps from; its last status has.
-        status = await query_status(handle, CLOSED_QUERY_TIMEOUT_SECONDS)
+        status = await run.query_status(CLOSED_QUERY_TIMEOUT_SECONDS)
         if status is not None:
-            ProgressView(console, handle.id, ctx.prefix).steps(status.recent_steps)
-    return await follow(handle, ctx, args)
+            ProgressView(console, run.id, ctx.prefix).steps(status.recent_steps)
+    return await follow(run.workflow, ctx, args)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -217,15 +209,15 @@ async def watch(args: argparse.Namespace, ctx: Context) -> int:
 
 async def status(args: argparse.Namespace, ctx: Context) -> int:
     """`agent status ID`: phase, turn, tokens, pending requests and recent steps."""
-    client = await connect(ctx.target)
-    handle, description = await describe(client, args.workflow_id)
+    run, description = await ctx.run(args.workflow_id)
     running = is_running(description)
-    state = await query_status(
-        handle, QUERY_TIMEOUT.total_seconds() if running else CLOSED_QUERY_TIMEOUT_SECONDS
+    state = await run.query_status(
+        QUERY_TIMEOUT.total_seconds() if running else CLOSED_QUERY_TIMEOUT_SECONDS
     )
     outcome: RunOutcome | None = None
     if not running:
-        outcome = await await_outcome(handle)
+        outcome = await run.outcome()
+        assert outcome is not None
         if state is None and outcome.result is not None:
             state = status_from_result(outcome.result)
     if state is None and running:
@@ -255,8 +247,7 @@ async def status(args: argparse.Namespace, ctx: Context) -> int:
 
 async def pending(args: argparse.Namespace, ctx: Context) -> int:
     """`agent pending ID`: the calls waiting for a person, each with the commands to answer."""
-    client = await connect(ctx.target)
-    handle, description = await describe(client, args.workflow_id)
+    run, description = await ctx.run(args.workflow_id)
     if not is_running(description):
         if ctx.json:
             ctx.emit([])
@@ -265,7 +256,7 @@ async def pending(args: argparse.Namespace, ctx: Context) -> int:
                 f"{args.workflow_id} has ended ({status_name(description)}); nothing is pending"
             )
         return OK
-    requests = await pending_requests(handle, description.task_queue)
+    requests = await run.pending()
     if ctx.json:
         ctx.emit([request.model_dump(mode="json") for request in requests])
     elif not requests:
@@ -277,12 +268,12 @@ async def pending(args: argparse.Namespace, ctx: Context) -> int:
 
 async def result(args: argparse.Namespace, ctx: Context) -> int:
     """`agent result ID`: wait for the run to end; its answer, exit code from how it ended."""
-    client = await connect(ctx.target)
-    handle, description = await describe(client, args.workflow_id)
+    run, description = await ctx.run(args.workflow_id)
     if is_running(description) and not ctx.json:
         ctx.err.write(f"waiting for {args.workflow_id} to finish (Ctrl-C stops waiting)\n")
         ctx.err.flush()
-    outcome = await await_outcome(handle)
+    outcome = await run.outcome()
+    assert outcome is not None
     if ctx.json:
         ctx.emit(outcome.to_json())
     elif outcome.result is not None:

@@ -1,47 +1,30 @@
 """`agent approve`, `agent reject`, `agent reply`: answer a run's calls that wait for a person
 from another shell (a run's, or a session's running turn's, or a sub-agent's through its
-parent). A single call goes through the `decide` update, so a refusal comes back as an error
-naming the call; `*` uses the signal of the same name."""
+parent), through `RunHandle` (`durable_agents.client`). A single call goes through the `decide`
+update, so a refusal comes back as an error naming the call; `*` uses the signal of the same
+name."""
 
 from __future__ import annotations
 
 import argparse
-import re
-from typing import Any, Literal
-
-from temporalio.service import RPCError
+from typing import Literal
 
 from durable_agents.cli.commands import Context, parse_json_object
 from durable_agents.cli.errors import OK, CliError
-from durable_agents.client import render
-from durable_agents.client.connection import WorkflowRun as RunHandle
-from durable_agents.client.connection import (
-    connect,
-    describe,
-    explain_rpc,
-    is_running,
-    status_name,
-)
-from durable_agents.client.workflow_calls import answer_call, full_digest, pending_requests
+from durable_agents.client import RunHandle, render
+from durable_agents.client.run_handle import DIGEST
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
-
-DIGEST = re.compile(r"[0-9a-f]{8,64}")
-"""`--digest`: the start of a call's `args_digest` (sha256, 64 hex digits)."""
 
 # -- deciding ----------------------------------------------------------------------------------
 
 
 async def open_run(ctx: Context, workflow_id: str, doing: str) -> tuple[RunHandle, str]:
-    """The handle of a run that is still going (and its task queue), or a clear error."""
-    client = await connect(ctx.target)
-    handle, description = await describe(client, workflow_id)
-    if not is_running(description):
-        raise CliError(
-            f"run {workflow_id!r} has already ended ({status_name(description).lower()}); "
-            f"there is nothing to {doing}"
-        )
-    return handle, description.task_queue
+    """A run that is still going (and its task queue); `RunEnded` saying there is nothing to
+    `doing` once it ended."""
+    run = (await ctx.agents()).run(workflow_id)
+    run.digest_name = "--digest"
+    return run, await run.task_queue_if_running(doing)
 
 
 async def decide(
@@ -59,21 +42,15 @@ async def decide(
             raise CliError("--digest takes the hex args_digest `pending` shows (8 to 64 digits)")
         if args.call == "*":
             raise CliError("--digest names one call's arguments: name its call id, not '*'")
-    handle, task_queue = await open_run(ctx, args.workflow_id, decision)
-    extra: dict[str, Any] = {"by": args.by}
-    if decision == "approve":
-        extra["comment"] = args.comment
-    else:
-        extra["reason"] = args.reason
-    extra = {k: v for k, v in extra.items() if v is not None}
+    run, _ = await open_run(ctx, args.workflow_id, decision)
     if args.call == "*":
-        return await _decide_all(handle, task_queue, ctx, decision, extra)
-    payload: dict[str, Any] = {"call_id": args.call, "decision": decision, **extra}
-    if edited is not None:
-        payload["args"] = edited
-    if digest is not None:
-        payload["args_digest"] = await full_digest(handle, task_queue, args.call, digest)
-    recorded = await answer_call(handle, task_queue, payload, verb=decision)
+        return await _decide_all(run, ctx, args, decision)
+    if decision == "approve":
+        recorded = await run.approve(
+            args.call, digest=digest, edit=edited, by=args.by, comment=args.comment
+        )
+    else:
+        recorded = await run.reject(args.call, reason=args.reason, by=args.by)
     if ctx.json:
         ctx.emit(recorded.model_dump(mode="json"))
     else:
@@ -82,21 +59,14 @@ async def decide(
 
 
 async def _decide_all(
-    handle: RunHandle,
-    task_queue: str,
-    ctx: Context,
-    decision: Literal["approve", "reject"],
-    extra: dict[str, Any],
+    run: RunHandle, ctx: Context, args: argparse.Namespace, decision: Literal["approve", "reject"]
 ) -> int:
     """`CALL` = `*`: the signal takes every pending approval at once (the update takes one)."""
-    requests = await pending_requests(handle, task_queue)
-    targets = [r for r in requests if r.kind is RequestKind.APPROVAL]
+    note = {"comment": args.comment} if decision == "approve" else {"reason": args.reason}
+    targets = await run.decide_all(decision, by=args.by, **note)
     if not targets:
-        raise CliError(nothing_to_decide(handle.id, requests, ctx.prefix))
-    try:
-        await handle.signal(decision, {"call_id": "*", **extra})
-    except RPCError as error:
-        raise explain_rpc(error, handle.id, f"cannot {decision} '*'") from None
+        raise CliError(nothing_to_decide(run.id, await run.pending(), ctx.prefix))
+    extra = {k: v for k, v in {"by": args.by, **note}.items() if v is not None}
     ids = [r.call_id for r in targets]
     if ctx.json:
         ctx.emit({"signal": decision, "call_ids": ids, **extra})
@@ -138,8 +108,8 @@ async def reply(args: argparse.Namespace, ctx: Context) -> int:
 
     Replies have only a signal, which the workflow ignores when it cannot apply, so the
     pending questions are checked first to give a clear error instead of silence."""
-    handle, task_queue = await open_run(ctx, args.workflow_id, "reply to")
-    requests = await pending_requests(handle, task_queue)
+    run, _ = await open_run(ctx, args.workflow_id, "reply to")
+    requests = await run.pending()
     questions = [r for r in requests if r.kind is RequestKind.QUESTION]
     if args.call == "*":
         if not questions:
@@ -151,24 +121,13 @@ async def reply(args: argparse.Namespace, ctx: Context) -> int:
     else:
         call_id = args.call
         target = next((r for r in requests if r.call_id == call_id), None)
-        if target is None:
-            open_ids = ", ".join(r.call_id for r in requests) or "none"
-            raise CliError(
-                f"cannot reply to {call_id!r} in {args.workflow_id}: no pending question "
-                f"{call_id!r} (unknown or already answered); pending: {open_ids}"
-            )
-        if target.kind is not RequestKind.QUESTION:
+        if target is not None and target.kind is not RequestKind.QUESTION:
             raise CliError(
                 f"cannot reply to {call_id!r}: it waits for an approval; use "
                 f"`{ctx.prefix} approve` or `{ctx.prefix} reject`"
             )
-    payload: dict[str, Any] = {"call_id": call_id, "text": args.text}
-    if args.by:
-        payload["by"] = args.by
-    try:
-        await handle.signal("reply", payload)
-    except RPCError as error:
-        raise explain_rpc(error, args.workflow_id, f"cannot reply to {call_id!r}") from None
+    await run.reply(call_id, args.text, by=args.by)
+    payload = {"call_id": call_id, "text": args.text, **({"by": args.by} if args.by else {})}
     if ctx.json:
         ctx.emit({"signal": "reply", **payload})
     else:

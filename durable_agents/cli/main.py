@@ -30,9 +30,9 @@ from typing import Any, NoReturn
 from temporalio.service import RPCError
 
 from durable_agents.cli import chat, commands, decisions, replay, steering
-from durable_agents.cli.connection import Target, explain_rpc, with_payload_stores
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
+from durable_agents.client.connection import Target, explain_rpc, with_payload_stores
 from durable_agents.contracts.workflow_ids import id_problem
 from durable_agents.errors import AgentError
 from durable_agents.runtime.extras import MissingExtra

@@ -40,8 +40,7 @@ from durable_agents.cli.live_text import (
     model_calls_in_flight,
 )
 from durable_agents.client import render
-from durable_agents.client.connection import QUERY_TIMEOUT, explain_rpc
-from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.connection import QUERY_TIMEOUT, WorkflowRun, explain_rpc
 from durable_agents.client.outcome import RunOutcome, await_outcome
 from durable_agents.client.stream_watch import StatusDue, StreamWatch
 from durable_agents.client.workflow_calls import (
@@ -133,7 +132,7 @@ class Answerer:
 
     def __init__(
         self,
-        handle: RunHandle,
+        handle: WorkflowRun,
         console: Console,
         lines: LineReader,
         *,
@@ -417,7 +416,7 @@ class Watcher:
 
     def __init__(
         self,
-        handle: RunHandle,
+        handle: WorkflowRun,
         view: ProgressView,
         answerer: Answerer | None,
         *,

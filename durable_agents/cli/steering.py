@@ -4,12 +4,10 @@ restarting the run. ID may be a run or a session (which forwards it to its runni
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.decisions import open_run
 from durable_agents.cli.errors import OK, CliError
-from durable_agents.client.workflow_calls import steer_run
 
 
 async def steer(args: argparse.Namespace, ctx: Context) -> int:
@@ -17,13 +15,9 @@ async def steer(args: argparse.Namespace, ctx: Context) -> int:
     turn) comes back as a one-line error."""
     if not args.text.strip():
         raise CliError("the steering text is empty")
-    handle, task_queue = await open_run(ctx, args.workflow_id, "steer")
-    payload = {"text": args.text, **({"by": args.by} if args.by else {})}
-    queued: Any = await steer_run(handle, task_queue, payload)
-    if isinstance(queued, str):  # a session forwarded it to its running turn
-        target, waiting = queued, None
-    else:
-        target, waiting = args.workflow_id, len(queued) if isinstance(queued, list) else None
+    run, _ = await open_run(ctx, args.workflow_id, "steer")
+    steered = await run.steer(args.text, by=args.by)
+    target, waiting = steered.workflow_id, steered.queued
     if ctx.json:
         ctx.emit({"workflow_id": target, "queued": waiting})
     else:

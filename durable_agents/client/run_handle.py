@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from temporalio.client import (
     Client,
@@ -49,7 +49,7 @@ from durable_agents.client.workflow_calls import (
 )
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.agent_status import AgentStatus
-from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.contracts.approvals import ALL_PENDING, HumanDecision, PendingRequest
 from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
 from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
 from durable_agents.contracts.request_kind import RequestKind
@@ -76,6 +76,7 @@ UNSET: Any = object()
 def started_by(via: str) -> str:
     """What a server of kind `via` is called in messages."""
     return {
+        "cli": "`agent run`",
         "mcp": "the MCP gateway (`agent mcp`)",
         "a2a": "the A2A gateway (`agent a2a`)",
         "serve": "the HTTP API (`agent serve`)",
@@ -123,6 +124,9 @@ class RunHandle:
         self.run_id = run_id
         """The run this handle was started as (None when it was opened by id)."""
         self.owner = owner
+        self.digest_name = DIGEST_FIELD
+        """What the interface calls the digest, in the words of a `DigestMismatch` (the CLI:
+        `--digest`)."""
         self.workflow: WorkflowRun = client.get_workflow_handle(
             workflow_id, result_type=AgentResult
         )
@@ -295,11 +299,32 @@ class RunHandle:
         payload |= {k: v for k, v in extra.items() if v is not None}
         if digest is not None:
             payload["args_digest"] = await full_digest(
-                self.workflow, task_queue, call_id, digest, DIGEST_FIELD
+                self.workflow, task_queue, call_id, digest, self.digest_name
             )
         recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
         self._answered.add(call_id)
         return recorded
+
+    async def decide_all(
+        self,
+        decision: Literal["approve", "reject"],
+        *,
+        by: str | None = None,
+        comment: str | None = None,
+        reason: str | None = None,
+    ) -> list[PendingRequest]:
+        """Approve or reject every approval that waits now, at once (the signal of that name
+        with `call_id` `*`; no digest binds them): the approvals it was sent for ([] when none
+        waits: nothing is sent)."""
+        task_queue = await self.task_queue_if_running(decision)
+        requests = await pending_requests(self.workflow, task_queue)
+        targets = [r for r in requests if r.kind is RequestKind.APPROVAL]
+        if targets:
+            extra = {"by": by, "comment": comment, "reason": reason}
+            payload = {"call_id": ALL_PENDING, **{k: v for k, v in extra.items() if v is not None}}
+            await signal(self.workflow, decision, payload, f"cannot {decision} '*'")
+            self._answered.update(r.call_id for r in targets)
+        return targets
 
     async def reply(self, call_id: str, text: str, *, by: str | None = None) -> PendingRequest:
         """Answer the `ask_user` question `call_id` with `text`. The reply is a signal, which

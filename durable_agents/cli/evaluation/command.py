@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from durable_agents.cli.commands import Context
-from durable_agents.cli.connection import connect
 from durable_agents.cli.errors import OK, RUN_FAILED, CliError
 from durable_agents.cli.evaluation import report
 from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
 from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
 from durable_agents.cli.evaluation.suite import SuiteError, load_suite
+from durable_agents.client.connection import connect
 from durable_agents.runtime.extras import require
 
 if TYPE_CHECKING:

@@ -50,8 +50,7 @@ from durable_agents.cli.evaluation.suite import (
     Suite,
 )
 from durable_agents.client import render
-from durable_agents.client.connection import QUERY_TIMEOUT
-from durable_agents.client.connection import WorkflowRun as RunHandle
+from durable_agents.client.connection import QUERY_TIMEOUT, WorkflowRun
 from durable_agents.client.outcome import RunOutcome, await_outcome
 from durable_agents.client.workflow_calls import WORKFLOW_TYPE, query_status
 from durable_agents.contracts.agent_result import AgentResult
@@ -130,7 +129,7 @@ def _matches(person: Responder, request: PendingRequest) -> bool:
 class ScriptedPeople:
     """The scenario's people, answering one run until it ends (cancel the task to stop)."""
 
-    handle: RunHandle
+    handle: WorkflowRun
     scenario: Scenario
     poll_seconds: float = POLL_SECONDS
     actions: list[str] = field(default_factory=list)
@@ -327,7 +326,7 @@ def _details(job: Job, eval_id: str) -> str:
     )
 
 
-async def _await_end(handle: RunHandle, timeout: float) -> RunOutcome | None:
+async def _await_end(handle: WorkflowRun, timeout: float) -> RunOutcome | None:
     try:
         return await asyncio.wait_for(await_outcome(handle), timeout)
     except TimeoutError:
@@ -354,7 +353,7 @@ async def run_job(
         "workflow_id": job.workflow_id,
     }
     try:
-        handle: RunHandle = await client.start_workflow(
+        handle: WorkflowRun = await client.start_workflow(
             WORKFLOW_TYPE,
             job.payload,
             id=job.workflow_id,
@@ -395,7 +394,7 @@ async def run_job(
 
 async def _record(
     client: Client,
-    handle: RunHandle,
+    handle: WorkflowRun,
     outcome: RunOutcome,
     job: Job,
     suite: Suite,
