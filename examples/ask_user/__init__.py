@@ -1,0 +1,1 @@
+"""An agent that asks the person a question and waits for the answer (issue 34)."""
