@@ -1,0 +1,1 @@
+"""An agent whose answer is a typed pydantic model (issue 34)."""
