@@ -21,13 +21,17 @@ from typing import Any, Literal
 import pytest
 
 from durable_agents.activities.streaming import usage_from
-from durable_agents.contracts.session import TurnResult
+from durable_agents.cli.evaluation import report
+from durable_agents.cli.evaluation.scoring import summarize
+from durable_agents.contracts.session import MemoryTurn, TurnResult
 from durable_agents.contracts.usage import TokenUsage
+from durable_agents.loop.memory import memory_turn, remember
 from durable_agents.runtime.event_stream import read_events
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import RecordedRequest
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start
+from tests.test_eval_scoring import record
 
 
 def prompt_text(request: RecordedRequest) -> str:
@@ -166,3 +170,46 @@ def test_usage_recorded_before_the_field_reads_back_the_same() -> None:
     assert usage.model_dump_json() == old
     summed = usage + TokenUsage(prompt_tokens=20, cached_prompt_tokens=12)
     assert summed.cached_prompt_tokens == 12 and summed.prompt_tokens == 30
+
+
+def test_agent_eval_shows_the_share_of_prompt_tokens_cached() -> None:
+    """The headline and the table show the share when a provider reported cached tokens, and
+    stay as they were when none did (the demo model)."""
+    cached = [
+        record(label="local", usage=TokenUsage(prompt_tokens=1_000, cached_prompt_tokens=900)),
+        record(label="local", usage=TokenUsage(prompt_tokens=1_000, cached_prompt_tokens=500)),
+    ]
+    summary = summarize(cached)
+    assert summary.by_model["local"].prompt_cache_share == 0.7
+    [headline] = report.headline_lines(summary)
+    assert "avg tokens 0 (70% of prompt tokens cached) · " in headline
+    table = report.table_lines(summary)
+    header = table[0].split()
+    assert header[header.index("tokens") + 1] == "cached"
+    assert table[-1].split()[8] == "70%"
+    plain = summarize([record(label="demo", usage=TokenUsage(prompt_tokens=10))])
+    assert "cached" not in report.headline_lines(plain)[0]
+    assert "cached" not in report.table_lines(plain)[0]
+
+
+def test_the_memory_window_moves_in_large_steps() -> None:
+    """Past `memory_max_turns` (20) the oldest quarter goes at once, so the remembered turns
+    that open every prompt change once in five turns, not every turn; a small window still
+    drops one turn at a time, and no window keeps more than its maximum."""
+    memory: list[MemoryTurn] = []
+    firsts = []
+    for number in range(1, 41):
+        turn = memory_turn(number, f"question {number}", f"answer {number}", [], "answers")
+        memory = remember(memory, turn, max_turns=20, max_tokens=None)
+        assert len(memory) <= 20
+        firsts.append(memory[0].turn)
+    assert firsts[:20] == [1] * 20
+    assert firsts[20:] == [6] * 5 + [11] * 5 + [16] * 5 + [21] * 5
+    small: list[MemoryTurn] = []
+    for number in range(1, 5):
+        turn = memory_turn(number, "q", "a", [], "answers")
+        small = remember(small, turn, max_turns=2, max_tokens=None)
+    assert [t.turn for t in small] == [3, 4]
+    assert (
+        remember(small, memory_turn(5, "q", "a", [], "answers"), max_turns=0, max_tokens=None) == []
+    )

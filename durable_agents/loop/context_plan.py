@@ -52,10 +52,11 @@ def summary_due(pad: Scratchpad, max_context_tokens: int) -> SummaryDue | None:
     )
     if fit.kept_from <= pad.summarized_upto:
         return None
+    start = pad.summarized_upto  # (only the messages leaving now: not the whole run again)
     dropped = [
         message
-        for index, message in enumerate(pad.messages)
-        if pad.summarized_upto <= index < fit.kept_from and index != pad.prompt_index
+        for index, message in enumerate(pad.messages[start : fit.kept_from], start)
+        if index != pad.prompt_index
     ]
     return SummaryDue(
         upto=fit.kept_from,

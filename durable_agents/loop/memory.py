@@ -85,6 +85,10 @@ def turn_tokens(turn: MemoryTurn) -> int:
     return estimate_messages_tokens(memory_messages([turn]))
 
 
+MEMORY_TRIM_STEPS = 4
+"""Over `max_turns`, a quarter of them goes at once (`remember`)."""
+
+
 def remember(
     memory: Sequence[MemoryTurn],
     turn: MemoryTurn,
@@ -92,8 +96,16 @@ def remember(
     max_turns: int,
     max_tokens: int | None,
 ) -> list[MemoryTurn]:
-    """Add `turn`, then keep the most recent turns within `max_turns` and `max_tokens`."""
-    kept = [*memory, turn][-max_turns:] if max_turns else []
+    """Add `turn`, then keep the most recent turns within `max_turns` and `max_tokens`.
+
+    Over `max_turns`, the oldest quarter of them goes at once (20: down to 16), not one turn
+    per turn: the remembered turns open every prompt of the next turn, and a provider's prompt
+    cache serves a prompt only up to its first change, so a window that slid by one turn each
+    turn would make the whole memory be read again on every turn.
+    """
+    kept = [*memory, turn]
+    if len(kept) > max_turns:
+        kept = kept[max(len(kept) - max_turns, max_turns // MEMORY_TRIM_STEPS) :]
     if max_tokens is not None:
         while kept and sum(turn_tokens(t) for t in kept) > max_tokens:
             kept = kept[1:]

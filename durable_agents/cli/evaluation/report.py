@@ -55,7 +55,26 @@ COLUMNS = (
 )
 
 
-def _row(scenario: str, model: str, m: Metrics) -> list[str]:
+CACHED_COLUMN = ("cached", ">")
+"""The share of prompt tokens served from the provider's prompt cache: shown after `avg tokens`
+when a provider reported any (OpenAI, llama-server; the demo model reports none)."""
+
+
+def cached_text(m: Metrics) -> str:
+    """` (62% of prompt tokens cached)` when the provider reported cached tokens, else ``."""
+    return (
+        f" ({percent(m.prompt_cache_share)} of prompt tokens cached)"
+        if m.prompt_cache_share
+        else ""
+    )
+
+
+def _row(scenario: str, model: str, m: Metrics, cached: bool = False) -> list[str]:
+    row = _plain_row(scenario, model, m)
+    return [*row[:8], percent(m.prompt_cache_share), *row[8:]] if cached else row
+
+
+def _plain_row(scenario: str, model: str, m: Metrics) -> list[str]:
     return [
         scenario,
         model,
@@ -71,13 +90,18 @@ def _row(scenario: str, model: str, m: Metrics) -> list[str]:
     ]
 
 
-def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+def _columns(cached: bool) -> list[tuple[str, str]]:
+    return [*COLUMNS[:8], CACHED_COLUMN, *COLUMNS[8:]] if cached else list(COLUMNS)
+
+
+def _aligned(rows: Sequence[Sequence[str]], cached: bool = False) -> list[str]:
+    columns = _columns(cached)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
     lines = []
     for row in rows:
         cells = [
             cell.ljust(width) if align == "<" else cell.rjust(width)
-            for cell, width, (_, align) in zip(row, widths, COLUMNS, strict=True)
+            for cell, width, (_, align) in zip(row, widths, columns, strict=True)
         ]
         lines.append("  ".join(cells).rstrip())
     return lines
@@ -85,10 +109,11 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def table_lines(summary: Summary) -> list[str]:
     """Per scenario and model, then every scenario per model (`all`)."""
-    header = [name for name, _ in COLUMNS]
-    rows = [_row(s.scenario, s.model, s) for s in summary.by_scenario]
-    totals = [_row("all", label, m) for label, m in summary.by_model.items()]
-    lines = _aligned([header, *rows, *totals])
+    cached = any(m.prompt_cache_share for m in summary.by_model.values())
+    header = [name for name, _ in _columns(cached)]
+    rows = [_row(s.scenario, s.model, s, cached) for s in summary.by_scenario]
+    totals = [_row("all", label, m, cached) for label, m in summary.by_model.items()]
+    lines = _aligned([header, *rows, *totals], cached)
     rule = "-" * max(len(line) for line in lines)
     return [lines[0], rule, *lines[1 : 1 + len(rows)], rule, *lines[1 + len(rows) :]]
 
@@ -99,7 +124,8 @@ def headline_lines(summary: Summary) -> list[str]:
     for label, m in summary.by_model.items():
         lines.append(
             f"{label}: completion rate {percent(m.completion_rate)} ({m.passed}/{m.runs}) · "
-            f"avg steps {number(m.avg_steps)} · avg tokens {number(m.avg_tokens, 0)} · "
+            f"avg steps {number(m.avg_steps)} · avg tokens {number(m.avg_tokens, 0)}"
+            f"{cached_text(m)} · "
             f"failure recovery {recovery(m)} · avg cost {dollars(m.avg_cost_usd)} · "
             f"latency p50 {number(m.latency_p50_seconds, 2)} s, "
             f"p95 {number(m.latency_p95_seconds, 2)} s"

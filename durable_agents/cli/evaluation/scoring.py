@@ -223,6 +223,11 @@ class Metrics(BaseModel):
     avg_steps: float | None
     avg_turns: float | None
     avg_tokens: float | None
+    prompt_cache_share: float | None = Field(
+        default=None,
+        description="Of the prompt tokens, the share the provider served from its prompt "
+        "cache (None: no prompt tokens).",
+    )
     avg_cost_usd: float | None = Field(description="Over the runs whose cost is known.")
     priced_runs: int
     latency_p50_seconds: float | None
@@ -247,6 +252,7 @@ def metrics(records: Sequence[RunRecord]) -> Metrics:
         avg_steps=_mean([r.steps for r in records]),
         avg_turns=_mean([r.turns for r in records]),
         avg_tokens=_mean([r.usage.total_tokens for r in records]),
+        prompt_cache_share=sum((r.usage for r in records), TokenUsage()).cache_share,
         avg_cost_usd=_mean(costs),
         priced_runs=len(costs),
         latency_p50_seconds=percentile(latencies, 50),

@@ -1,0 +1,278 @@
+"""Issue 36, part 1: how much of each prompt a real model server serves from its prompt cache.
+
+A 20-turn session and a 30-step tool run go through the real engine (a Temporal dev server,
+the real worker, the real `openai` client) to llama-server (`make real-model` prints its base
+URL; pass it as `--base-url`). The replies are scripted, so that the run has exactly the shape
+asked for whatever a 1.5B model would do: a small proxy forwards every request the worker sends
+to llama-server unchanged but with `max_tokens: 1` (the server reads the whole prompt, with its
+cache, as it would for a real reply), then puts the scripted reply in the server's answer and
+keeps the server's `usage` and `timings`. What is measured is the real server's prompt cache
+over the prompts the engine sends, recorded by the engine in each call's usage.
+
+Targets: at least 90% of prompt tokens served from the cache after the first call; a compaction
+(the context window full, old messages cut) costs at most one full prompt re-read (the tokens
+read anew by the call after a cut, against that call's whole prompt).
+
+    .venv/bin/python -m bench.prompt_cache --base-url http://127.0.0.1:PORT/v1 [--out f.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+import urllib.request
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.session import TurnResult
+from durable_agents.contracts.usage import TokenUsage
+from durable_agents.runtime.workers import build_workers
+from durable_agents.tools.catalog import CATALOG
+
+Script = Callable[[int, dict[str, Any]], dict[str, Any]]
+"""The scripted assistant message for the proxy's `n`-th request (and the request body)."""
+
+THOUGHT = (
+    "I add one to the running total with the calculator, as the task asks, and keep going "
+    "until every step is done; the totals so far are in the tool results above. "
+)
+
+
+class ScriptedProxy(ThreadingHTTPServer):
+    """Forwards chat completions to the real server with `max_tokens: 1` and answers with the
+    scripted message in its place (usage and timings are the real server's)."""
+
+    def __init__(self, upstream: str, script: Script) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.script = script
+        self.asked = 0
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    server: ScriptedProxy
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        proxy = self.server
+        message = proxy.script(proxy.asked, body)
+        proxy.asked += 1
+        forwarded = {**body, "stream": False, "max_tokens": 1}
+        forwarded.pop("stream_options", None)
+        request = urllib.request.Request(
+            f"{proxy.upstream}/chat/completions",
+            data=json.dumps(forwarded).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=600) as response:
+            answer = json.loads(response.read())
+        answer["choices"] = [
+            {
+                "index": 0,
+                "message": {"role": "assistant", **message},
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }
+        ]
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def calculator_call(step: int) -> dict[str, Any]:
+    arguments = json.dumps({"expression": f"{step} + 1"})
+    return {
+        "content": THOUGHT,
+        "tool_calls": [
+            {
+                "id": f"call{step:04d}",
+                "type": "function",
+                "function": {"name": "calculator", "arguments": arguments},
+            }
+        ],
+    }
+
+
+def tool_run_script(steps: int) -> Script:
+    def script(asked: int, body: dict[str, Any]) -> dict[str, Any]:
+        if asked >= steps:
+            return {"content": f"Done: the total is {steps}."}
+        return calculator_call(asked)
+
+    return script
+
+
+def session_script(asked: int, body: dict[str, Any]) -> dict[str, Any]:
+    """Odd requests use the calculator once, even ones answer (one tool call per turn)."""
+    if body["messages"][-1]["role"] == "user":
+        return calculator_call(asked)
+    last_user = next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user")
+    return {"content": f"Here is what I found about {last_user!r}: it comes to {asked}. " * 2}
+
+
+@asynccontextmanager
+async def engine(base_url: str, workspace: Path) -> AsyncIterator[tuple[Client, str]]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=f"{sys.prefix}/bin/temporal",
+        data_converter=pydantic_data_converter,
+    )
+    model = OpenAIChatModel(api_key="not-needed", base_url=base_url, default_model="local")
+    queue = f"prompt-cache-{uuid.uuid4()}"
+    async with AsyncExitStack() as stack:
+        stack.push_async_callback(env.shutdown)
+        stack.push_async_callback(model.close)
+        for worker in build_workers(
+            env.client,
+            task_queue=queue,
+            model=model,
+            catalog=CATALOG,
+            workspace=workspace,
+            context_cache=ContextCache(),
+        ):
+            await stack.enter_async_context(worker)
+        yield env.client, queue
+
+
+def shares(calls: list[TokenUsage], trims: list[int]) -> dict[str, Any]:
+    """The cache share after the first call, and what each call after a cut read anew."""
+    later = calls[1:]
+    prompt = sum(u.prompt_tokens for u in later)
+    cached = sum(u.cached_prompt_tokens for u in later)
+    after_cuts = [
+        {
+            "call": index + 1,
+            "prompt_tokens": calls[index].prompt_tokens,
+            "read_anew": calls[index].prompt_tokens - calls[index].cached_prompt_tokens,
+            "full_prompt_rereads": round(
+                (calls[index].prompt_tokens - calls[index].cached_prompt_tokens)
+                / calls[index].prompt_tokens,
+                3,
+            ),
+        }
+        for index in trims
+    ]
+    return {
+        "calls": len(calls),
+        "first_call_prompt_tokens": calls[0].prompt_tokens if calls else 0,
+        "prompt_tokens_after_first": prompt,
+        "cached_tokens_after_first": cached,
+        "cache_share_after_first": round(cached / prompt, 4) if prompt else None,
+        "per_call": [(u.prompt_tokens, u.cached_prompt_tokens) for u in calls],
+        "calls_after_a_cut": after_cuts,
+    }
+
+
+def cut_calls(result: AgentResult) -> list[int]:
+    """The calls whose context was cut further than the call before (a compaction)."""
+    return [
+        i
+        for i in range(1, len(result.model_calls))
+        if result.model_calls[i].usage.prompt_tokens < result.model_calls[i - 1].usage.prompt_tokens
+    ]
+
+
+async def tool_run(upstream: str, workspace: Path, steps: int, window: int) -> dict[str, Any]:
+    proxy = ScriptedProxy(upstream, tool_run_script(steps))
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        async with engine(proxy.base_url, workspace) as (client, queue):
+            result = await client.execute_workflow(
+                "AgentWorkflow",
+                {
+                    "prompt": f"Add one {steps} times with the calculator, one call at a time.",
+                    "tools": ["calculator"],
+                    "max_iterations": steps + 2,
+                    "max_context_tokens": window,
+                },
+                id=f"prompt-cache-run-{uuid.uuid4()}",
+                task_queue=queue,
+                result_type=AgentResult,
+            )
+    finally:
+        proxy.shutdown()
+    calls = [c.usage for c in result.model_calls]
+    return {
+        "steps": len(result.steps),
+        "max_context_tokens": window,
+        **shares(calls, cut_calls(result)),
+    }
+
+
+async def session(upstream: str, workspace: Path, turns: int) -> dict[str, Any]:
+    proxy = ScriptedProxy(upstream, session_script)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    usages: list[TokenUsage] = []
+    try:
+        async with engine(proxy.base_url, workspace) as (client, queue):
+            session_id = f"prompt-cache-session-{uuid.uuid4()}"
+            for turn in range(1, turns + 1):
+                start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+                    "SessionWorkflow",
+                    {"tools": ["calculator"]},
+                    id=session_id,
+                    task_queue=queue,
+                    id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                )
+                result = await client.execute_update_with_start_workflow(
+                    "send",
+                    {"text": f"Question {turn}: what is {turn} + 1, and why?"},
+                    start_workflow_operation=start,
+                    result_type=TurnResult,
+                )
+                usages.append(result.usage)
+    finally:
+        proxy.shutdown()
+    summed = shares(usages, [])
+    summed["per_turn"] = summed.pop("per_call")
+    summed["turns"] = summed.pop("calls")
+    return summed
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", required=True, help="llama-server's /v1 URL")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--window", type=int, default=2_000, help="max_context_tokens")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    with TemporaryDirectory() as root:
+        workspace = Path(root)
+        results = {
+            "tool_run": await tool_run(args.base_url, workspace, args.steps, args.window),
+            "session": await session(args.base_url, workspace, args.turns),
+        }
+    text = json.dumps(results, indent=1)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
