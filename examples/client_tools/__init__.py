@@ -1,0 +1,1 @@
+"""Tools the client runs itself, answered from code (issue 34)."""

@@ -1,0 +1,29 @@
+"""The guide's worker: a plain temporalio `Worker` with the plugin (the client tool runs in the
+client, not here).
+
+    python -m examples.client_tools.worker     # against TEMPORAL_ADDRESS (localhost:7233)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from durable_agents import DurableAgentsPlugin
+from examples.client_tools.agent import guide
+
+TASK_QUEUE = "guides"
+
+
+async def main() -> None:
+    client = await Client.connect(os.environ.get("TEMPORAL_ADDRESS", "localhost:7233"))
+    worker = Worker(client, task_queue=TASK_QUEUE, plugins=[DurableAgentsPlugin([guide])])
+    print(f"guide on task queue {TASK_QUEUE!r}; Ctrl-C stops it", flush=True)
+    await worker.run()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
