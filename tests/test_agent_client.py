@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.client import AgentClient, RunHandle
 from durable_agents.errors import (
@@ -23,7 +24,9 @@ from durable_agents.errors import (
     RunNotFound,
 )
 from durable_agents.testing import fake_openai as fake
+from durable_agents.tools.agents import RESEARCHER
 from tests.conftest import AgentHarness
+from tests.test_cli_run import AgentCli
 
 WRITE = ["write_file"]
 
@@ -167,3 +170,31 @@ async def test_a_session_takes_a_message_and_streams_its_turn(agent: AgentHarnes
     await session.end(by="carol")
     types = [event.type async for event in session.events()]
     assert types.count("turn_started") == 2 and types[-1] == "session_ended"
+
+
+async def test_agent_run_names_an_agent_of_the_catalog_as_start_does(
+    agent: AgentHarness, temporal_env: WorkflowEnvironment
+) -> None:
+    """`agent run --agent researcher` maps onto `AgentClient.start("researcher", ...)`: the
+    profile's instructions and tools, the other options on top, marked as started by the CLI;
+    an unknown name is refused naming the agents there are, and nothing starts."""
+    cli = AgentCli.of(agent, temporal_env)
+    workflow_id = f"cli-agent-{uuid.uuid4().hex[:8]}"
+    agent.fake.enqueue(fake.text("Found it."))
+    done = await cli(
+        "run", "Find the answer", "--agent", "researcher", "--max-iterations", "3",
+        "--id", workflow_id, "--no-wait", "--json",
+    )  # fmt: skip
+    assert done.code == 0, done
+    run = AgentClient(agent.client).run(workflow_id)
+    assert (await run.result()).answer == "Found it."
+    system = agent.fake.requests[0].body["messages"][0]
+    assert system["role"] == "system" and RESEARCHER.system_prompt in system["content"]
+    memo = await (await run.describe()).memo()
+    assert memo["started_via"] == "cli"
+    unknown = await cli("run", "hi", "--agent", "nope", "--id", f"{workflow_id}-2")
+    assert unknown.one_error_line() == (
+        "agent: unknown agent 'nope'; agents: assistant, researcher"
+    )
+    with pytest.raises(RunNotFound):
+        await AgentClient(agent.client).run(f"{workflow_id}-2").describe()

@@ -32,13 +32,14 @@ from durable_agents.client.connection import (
     status_name,
 )
 from durable_agents.client.outcome import RunOutcome
-from durable_agents.client.run_input import checked_input
+from durable_agents.client.run_input import catalog_profiles, checked_input
 from durable_agents.client.workflow_calls import (
     CLOSED_QUERY_TIMEOUT_SECONDS,
     status_from_result,
 )
 from durable_agents.errors import RunAlreadyStarted
 from durable_agents.loop.output import schema_problem
+from durable_agents.tools.agents import AgentProfiles
 
 VIA = "cli"
 """`started_via` in the memo of the runs `agent run` starts."""
@@ -70,14 +71,16 @@ class Context:
             self.out.write(line + "\n")
         self.out.flush()
 
-    async def agents(self) -> AgentClient:
+    async def agents(self, profiles: AgentProfiles | None = None) -> AgentClient:
         """The `AgentClient` every command reaches runs through: on the target's server and
-        task queue, marking what it starts `started_via: cli`, reaching any run."""
+        task queue, marking what it starts `started_via: cli`, reaching any run; `profiles`:
+        the agents `agent run --agent` may name."""
         return AgentClient(
             await connect(self.target),
             task_queue=self.target.task_queue,
             via=VIA,
             only_own=False,
+            profiles=profiles,
             payload_store=self.target.payload_store,
         )
 
@@ -161,8 +164,13 @@ async def follow(
 async def run(args: argparse.Namespace, ctx: Context) -> int:
     """`agent run PROMPT`: start a run, then follow it (unless --no-wait)."""
     payload = build_input(args, ctx.target.payload_store)
-    agents = await ctx.agents()
     workflow_id = args.id or f"agent-{uuid.uuid4().hex[:10]}"
+    if args.agent:  # a profile's settings, the options on top: as `AgentClient.start` makes it
+        agents = await ctx.agents(catalog_profiles(ctx.target.settings.tool_modules))
+        settings = {k: v for k, v in payload.items() if k != "prompt"}
+        payload = agents.workflow_input(args.agent, args.prompt, settings)
+    else:
+        agents = await ctx.agents()
     try:
         run = await agents.start_input(payload, id=workflow_id, by=args.by)
     except RunAlreadyStarted:

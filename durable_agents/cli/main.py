@@ -151,6 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="allow this tool (repeat for more; default: every registered tool)",
     )
+    run.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="run as this agent of the catalog (its instructions, tools, model, limits; the "
+        "other options go on top); default: the worker's defaults",
+    )
     run.add_argument("--model", help="model name (default: the worker's MODEL)")
     run.add_argument("--max-iterations", type=int, metavar="N", help="most model calls")
     run.add_argument(

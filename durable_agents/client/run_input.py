@@ -5,8 +5,9 @@ when a request names an agent rather than an `Agent` defined in code."""
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -41,6 +42,17 @@ def profile_settings(profile: AgentProfile) -> dict[str, Any]:
         "output_schema": profile.output_schema,
     }
     return {k: v for k, v in settings.items() if v is not None}
+
+
+def catalog_profiles(tool_modules: Sequence[str]) -> AgentProfiles:
+    """The agent profiles of the catalog, with those the `AGENT_TOOL_MODULES` register (they
+    are imported, as the worker imports them), so a client offers the agents the worker
+    serves."""
+    from durable_agents.tools.catalog import CATALOG  # the catalog's tools: only when asked
+
+    for module in tool_modules:
+        importlib.import_module(module)
+    return CATALOG.agents
 
 
 def agent_names(profiles: AgentProfiles) -> list[str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -40,7 +39,12 @@ from temporalio.client import Client, WorkflowUpdateHandle
 from durable_agents.client import AgentClient, RunHandle, RunOutcome
 from durable_agents.client.connection import QUERY_TIMEOUT, Target, connect
 from durable_agents.client.run_handle import DIGEST_FIELD, STARTED_VIA
-from durable_agents.client.run_input import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION, run_input
+from durable_agents.client.run_input import (
+    DEFAULT_AGENT,
+    DEFAULT_AGENT_DESCRIPTION,
+    catalog_profiles,
+    run_input,
+)
 from durable_agents.client.stream_watch import StatusDue, StreamWatch
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
@@ -49,7 +53,6 @@ from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnRes
 from durable_agents.errors import InvalidInput
 from durable_agents.servers.progress_notes import ProgressNotes
 from durable_agents.tools.agents import AgentProfiles
-from durable_agents.tools.catalog import CATALOG
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -325,7 +328,5 @@ async def connect_control(target: Target, via: str) -> RunControl:
     """A `RunControl` for `via` on the command line's server and task queue, with the agent
     profiles of the application's catalog (and of the `AGENT_TOOL_MODULES` it loads, as the
     worker does, so both offer the same agents)."""
-    for module in target.settings.tool_modules:
-        importlib.import_module(module)
-    client = await connect(target)
-    return RunControl(client, target.task_queue, via, CATALOG.agents)
+    profiles = catalog_profiles(target.settings.tool_modules)
+    return RunControl(await connect(target), target.task_queue, via, profiles)
