@@ -1,0 +1,1 @@
+"""Long-term memory per user, across runs (issue 34)."""
