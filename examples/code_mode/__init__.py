@@ -1,0 +1,1 @@
+"""An agent that calls its tools from a short Python script (issue 34)."""
