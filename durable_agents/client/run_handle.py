@@ -24,7 +24,7 @@ from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowQueryFailedError,
 )
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.client.connection import (
     QUERY_TIMEOUT,
@@ -61,7 +61,7 @@ from durable_agents.errors import (
     RunEnded,
     RunFailedError,
 )
-from durable_agents.runtime.event_stream import follow_events, read_events
+from durable_agents.runtime.event_stream import follow_events, read_events, stream_end
 
 STARTED_VIA: Final = "started_via"
 """The memo key that says which server started a run or a session (`mcp`, `a2a`, `serve`)."""
@@ -257,6 +257,16 @@ class RunHandle:
             raise explain_rpc(error, self.id, "reading the events") from None
         finally:
             await source.aclose()  # type: ignore[attr-defined]
+
+    async def stream_offset(self) -> int:
+        """Where the event stream ends now: the offset its next event will have (0 for a
+        workflow that does not exist yet, such as a session its first message will start)."""
+        try:
+            return await stream_end(self.client, self.id)
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return 0
+            raise explain_rpc(error, self.id, "reading the stream's end") from None
 
     async def read_events(self, *, after: int | None = None) -> tuple[list[AgentEvent], int]:
         """The events retained now after `after`, and the offset to read from next (a query:

@@ -103,6 +103,10 @@ class SessionHandle:
         async for event in self._calls.events(after=after, stop_at=SESSION_TERMINAL_EVENT_TYPES):
             yield event
 
+    async def stream_offset(self) -> int:
+        """Where the session's event stream ends now (0 before its first message)."""
+        return await self._calls.stream_offset()
+
     async def pending(self) -> list[PendingRequest]:
         """What waits for a person in the running turn ([] once the session ended)."""
         return await self._calls.pending()

@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.client import WorkflowUpdateHandle
-from temporalio.contrib.workflow_streams import WorkflowStreamClient
-from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.client import AgentClient
 from durable_agents.contracts.session import SessionStatus, TurnResult
@@ -43,12 +41,7 @@ class Sessions:
 
     async def stream_offset(self, workflow_id: str) -> int:
         """Where the workflow's stream ends now (0 for a workflow that does not exist yet)."""
-        try:
-            return await WorkflowStreamClient.create(self.client, workflow_id).get_offset()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return 0
-            raise
+        return await http(self.agents.run(workflow_id).stream_offset())
 
     @staticmethod
     def turn_json(result: TurnResult) -> dict[str, Any]:
