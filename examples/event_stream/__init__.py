@@ -1,0 +1,1 @@
+"""Following a run's typed event stream from code (issue 34)."""
