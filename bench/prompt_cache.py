@@ -23,10 +23,11 @@ import asyncio
 import json
 import sys
 import threading
+import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -43,6 +44,7 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.session import TurnResult
 from durable_agents.contracts.usage import TokenUsage
 from durable_agents.runtime.workers import build_workers
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.catalog import CATALOG
 
 Script = Callable[[int, dict[str, Any]], dict[str, Any]]
@@ -62,11 +64,44 @@ class ScriptedProxy(ThreadingHTTPServer):
         self.upstream = upstream.rstrip("/")
         self.script = script
         self.asked = 0
+        self.disturbed: list[bool] = []
+        """Per request: whether another client used the server since this proxy's previous
+        request (llama-server's one slot then held their prompt, not ours)."""
+        self._last_task: int | None = None
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def _slot_task(self) -> int | None:
+        """The id of the last task llama-server's slot ran (None: not llama-server)."""
+        try:
+            with urllib.request.urlopen(self.upstream.removesuffix("/v1") + "/slots") as reply:
+                task = json.loads(reply.read())[0]["id_task"]
+        except (OSError, ValueError, LookupError, TypeError):
+            return None
+        return task if isinstance(task, int) else None
+
+    def forward(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The real server's answer to `body`; waits out a restart of the server (10 min)."""
+        for _ in range(120):
+            before = self._slot_task()
+            try:
+                request = urllib.request.Request(
+                    f"{self.upstream}/chat/completions",
+                    data=json.dumps(body).encode(),
+                    headers={"content-type": "application/json"},
+                )
+                with urllib.request.urlopen(request, timeout=600) as response:
+                    answer: dict[str, Any] = json.loads(response.read())
+            except (OSError, ValueError):
+                time.sleep(5)
+                continue
+            self.disturbed.append(before is not None and before != self._last_task)
+            self._last_task = self._slot_task()
+            return answer
+        raise RuntimeError("the model server did not answer for 10 minutes")
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
@@ -82,13 +117,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         proxy.asked += 1
         forwarded = {**body, "stream": False, "max_tokens": 1}
         forwarded.pop("stream_options", None)
-        request = urllib.request.Request(
-            f"{proxy.upstream}/chat/completions",
-            data=json.dumps(forwarded).encode(),
-            headers={"content-type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=600) as response:
-            answer = json.loads(response.read())
+        answer = proxy.forward(forwarded)
         answer["choices"] = [
             {
                 "index": 0,
@@ -158,11 +187,15 @@ async def engine(base_url: str, workspace: Path) -> AsyncIterator[tuple[Client, 
         yield env.client, queue
 
 
-def shares(calls: list[TokenUsage], trims: list[int]) -> dict[str, Any]:
-    """The cache share after the first call, and what each call after a cut read anew."""
+def shares(calls: list[TokenUsage], trims: list[int], disturbed: list[bool]) -> dict[str, Any]:
+    """The cache share after the first call (of every call, and of the calls no other client
+    came before), and what each call after a cut read anew."""
     later = calls[1:]
     prompt = sum(u.prompt_tokens for u in later)
     cached = sum(u.cached_prompt_tokens for u in later)
+    alone = [u for u, other in zip(later, disturbed[1:], strict=False) if not other]
+    alone_prompt = sum(u.prompt_tokens for u in alone)
+    alone_cached = sum(u.cached_prompt_tokens for u in alone)
     after_cuts = [
         {
             "call": index + 1,
@@ -182,6 +215,10 @@ def shares(calls: list[TokenUsage], trims: list[int]) -> dict[str, Any]:
         "prompt_tokens_after_first": prompt,
         "cached_tokens_after_first": cached,
         "cache_share_after_first": round(cached / prompt, 4) if prompt else None,
+        "calls_after_another_client": sum(disturbed[1:]),
+        "cache_share_after_first_undisturbed": (
+            round(alone_cached / alone_prompt, 4) if alone_prompt else None
+        ),
         "per_call": [(u.prompt_tokens, u.cached_prompt_tokens) for u in calls],
         "calls_after_a_cut": after_cuts,
     }
@@ -219,7 +256,7 @@ async def tool_run(upstream: str, workspace: Path, steps: int, window: int) -> d
     return {
         "steps": len(result.steps),
         "max_context_tokens": window,
-        **shares(calls, cut_calls(result)),
+        **shares(calls, cut_calls(result), proxy.disturbed),
     }
 
 
@@ -233,7 +270,7 @@ async def session(upstream: str, workspace: Path, turns: int) -> dict[str, Any]:
             for turn in range(1, turns + 1):
                 start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
                     "SessionWorkflow",
-                    {"tools": ["calculator"]},
+                    {"agent": {"tools": ["calculator"]}},
                     id=session_id,
                     task_queue=queue,
                     id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -247,26 +284,48 @@ async def session(upstream: str, workspace: Path, turns: int) -> dict[str, Any]:
                 usages.append(result.usage)
     finally:
         proxy.shutdown()
-    summed = shares(usages, [])
+    # a turn is disturbed when any of its requests was (two requests a turn: a call, an answer)
+    turn_disturbed = [any(proxy.disturbed[2 * i : 2 * i + 2]) for i in range(len(usages))]
+    summed = shares(usages, [], turn_disturbed)
     summed["per_turn"] = summed.pop("per_call")
     summed["turns"] = summed.pop("calls")
     return summed
 
 
+@contextmanager
+def fake_upstream(base_url: str) -> Iterator[str]:
+    """`base_url`, or with `fake` the base URL of a fake server acting as llama-server with
+    a prompt cache (`FakeOpenAIServer.prompt_cache`)."""
+    if base_url != "fake":
+        yield base_url
+        return
+    with fake.FakeOpenAIServer() as server:
+        server.prompt_cache = "llama-server"
+        server.set_handler(lambda body: fake.text("."))
+        yield server.base_url.rstrip("/")
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", required=True, help="llama-server's /v1 URL")
+    parser.add_argument(
+        "--base-url",
+        required=True,
+        help="llama-server's /v1 URL, or `fake`: the fake server acting as a prompt cache "
+        "(what the engine sends, without a real server)",
+    )
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--window", type=int, default=2_000, help="max_context_tokens")
+    parser.add_argument("--only", choices=["tool_run", "session"])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    with TemporaryDirectory() as root:
+    with TemporaryDirectory() as root, fake_upstream(args.base_url) as upstream:
         workspace = Path(root)
-        results = {
-            "tool_run": await tool_run(args.base_url, workspace, args.steps, args.window),
-            "session": await session(args.base_url, workspace, args.turns),
-        }
+        results: dict[str, Any] = {"model_server": args.base_url}
+        if args.only in (None, "tool_run"):
+            results["tool_run"] = await tool_run(upstream, workspace, args.steps, args.window)
+        if args.only in (None, "session"):
+            results["session"] = await session(upstream, workspace, args.turns)
     text = json.dumps(results, indent=1)
     print(text)
     if args.out:
