@@ -1,0 +1,47 @@
+"""Who makes a request: an authenticated principal, its tenant and its roles.
+
+The servers (`agent serve`, `agent mcp` over HTTP, `agent a2a`) authenticate every request to
+a `Principal` (a token from the principals file, or an OIDC token's claims) and hand it to
+`AgentClient`, which starts, lists, reads and decides only within the principal's tenant and
+records the principal on every decision it sends. A decision sent with the plain Temporal CLI
+carries no principal: its `by` is self-declared (`DecisionMaker.self_declared`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["read", "start", "approve", "admin"]
+"""`read`: list, read and stream runs; `start`: start runs and send messages; `approve`:
+approve, reject, edit, reply and steer; `admin`: everything, in every tenant."""
+
+TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+DEFAULT_TENANT = "default"
+"""The tenant of runs started without one (the Temporal CLI, a server without principals)."""
+
+
+class Principal(BaseModel):
+    """An authenticated caller."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    tenant: str = Field(default=DEFAULT_TENANT, pattern=TENANT_PATTERN)
+    roles: frozenset[Role] = frozenset()
+
+    def may(self, role: Role) -> bool:
+        """Whether the principal holds `role` (an admin holds every role)."""
+        return role in self.roles or "admin" in self.roles
+
+
+class DecisionMaker(BaseModel):
+    """Who made a decision, as history records it: an authenticated principal (through a
+    server) or a name the sender gave (the Temporal CLI, a signal): `self_declared`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    tenant: str | None = None
+    self_declared: bool = True
