@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from temporalio import workflow
 from temporalio.client import Client
@@ -218,6 +218,20 @@ def build_replayer(catalog: Catalog = CATALOG, **options: Any) -> Replayer:
     )
 
 
+class EngineOptions(TypedDict, total=False):
+    """The optional keyword arguments of `engine_workers` and `build_workers`."""
+
+    drain_seconds: float
+    context_cache: ContextCache | None
+    policy: WorkerPolicy | None
+    mcp: McpServers | None
+    memory: MemoryStore | None
+    tuning: WorkerTuning | None
+    deployment: WorkerDeploymentConfig | None
+    large_payloads: bool | None
+    deps: Any
+
+
 @dataclass(frozen=True)
 class EngineWorkers:
     """What the engine's workers run, before any `Worker` exists: what `build_workers` makes
@@ -344,15 +358,7 @@ def build_workers(
     model: ChatModel,
     catalog: Catalog,
     workspace: Path,
-    drain_seconds: float = 0.0,
-    context_cache: ContextCache | None = None,
-    policy: WorkerPolicy | None = None,
-    mcp: McpServers | None = None,
-    memory: MemoryStore | None = None,
-    tuning: WorkerTuning | None = None,
-    deployment: WorkerDeploymentConfig | None = None,
-    large_payloads: bool | None = None,
-    deps: Any = None,
+    **options: Unpack[EngineOptions],
 ) -> list[Worker]:
     """The workers to run: the main one first, then one per other task queue of the process.
 
@@ -374,9 +380,7 @@ def build_workers(
     """
     engine = engine_workers(
         client, task_queue=task_queue, model=model, catalog=catalog, workspace=workspace,
-        drain_seconds=drain_seconds, context_cache=context_cache, policy=policy, mcp=mcp,
-        memory=memory, tuning=tuning, deployment=deployment, large_payloads=large_payloads,
-        deps=deps,
+        **options,
     )  # fmt: skip
     main = Worker(
         client,
