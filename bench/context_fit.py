@@ -36,7 +36,7 @@ from typing import Any
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agents.activities.context_cache import ContextCache
+from bench.prompt_cache import serve_engine
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.messages import ChatMessage, ToolCall
 from durable_agents.contracts.model_io import ModelReply, ModelRequest
@@ -45,8 +45,6 @@ from durable_agents.contracts.usage import TokenUsage
 from durable_agents.loop import context_plan
 from durable_agents.loop.context_plan import plan_context, summary_due, with_summary
 from durable_agents.loop.tokens import TokenTally
-from durable_agents.runtime.workers import build_workers
-from durable_agents.tools.catalog import CATALOG
 
 EARLY = range(6, 16)
 LATE_SPAN = 10
@@ -126,17 +124,8 @@ class InstantModel:
 async def run(turns: int, env: WorkflowEnvironment, workspace: Path) -> list[float]:
     """CPU per turn of one long `AgentWorkflow` (this process: worker and workflow)."""
     model = InstantModel(turns)
-    queue = f"context-fit-{uuid.uuid4()}"
     async with AsyncExitStack() as stack:
-        for worker in build_workers(
-            env.client,
-            task_queue=queue,
-            model=model,
-            catalog=CATALOG,
-            workspace=workspace,
-            context_cache=ContextCache(),
-        ):
-            await stack.enter_async_context(worker)
+        queue = await serve_engine(stack, env.client, model, workspace)
         result = await env.client.execute_workflow(
             "AgentWorkflow",
             {"prompt": "Add one, again and again.", "tools": ["calculator"],

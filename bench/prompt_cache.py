@@ -38,6 +38,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.context_cache import ContextCache
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
@@ -164,6 +165,24 @@ def session_script(asked: int, body: dict[str, Any]) -> dict[str, Any]:
     return {"content": f"Here is what I found about {last_user!r}: it comes to {asked}. " * 2}
 
 
+async def serve_engine(
+    stack: AsyncExitStack, client: Client, model: ChatModel, workspace: Path
+) -> str:
+    """Start the engine's workers in this process (closed with `stack`) on a fresh task queue,
+    and return the queue."""
+    queue = f"bench-{uuid.uuid4()}"
+    for worker in build_workers(
+        client,
+        task_queue=queue,
+        model=model,
+        catalog=CATALOG,
+        workspace=workspace,
+        context_cache=ContextCache(),
+    ):
+        await stack.enter_async_context(worker)
+    return queue
+
+
 @asynccontextmanager
 async def engine(base_url: str, workspace: Path) -> AsyncIterator[tuple[Client, str]]:
     env = await WorkflowEnvironment.start_local(
@@ -171,20 +190,10 @@ async def engine(base_url: str, workspace: Path) -> AsyncIterator[tuple[Client, 
         data_converter=pydantic_data_converter,
     )
     model = OpenAIChatModel(api_key="not-needed", base_url=base_url, default_model="local")
-    queue = f"prompt-cache-{uuid.uuid4()}"
     async with AsyncExitStack() as stack:
         stack.push_async_callback(env.shutdown)
         stack.push_async_callback(model.close)
-        for worker in build_workers(
-            env.client,
-            task_queue=queue,
-            model=model,
-            catalog=CATALOG,
-            workspace=workspace,
-            context_cache=ContextCache(),
-        ):
-            await stack.enter_async_context(worker)
-        yield env.client, queue
+        yield env.client, await serve_engine(stack, env.client, model, workspace)
 
 
 def shares(calls: list[TokenUsage], trims: list[int], disturbed: list[bool]) -> dict[str, Any]:
