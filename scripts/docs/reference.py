@@ -543,8 +543,9 @@ def examples_page() -> str:
         *page_head("Examples"),
         "",
         "One folder per use in `examples/`, in the spirit of Temporal's samples-python: a README "
-        "and a small program each, using the public API. `make test` runs every example's test "
-        "against a scripted model.",
+        "and a small program each, on the public API (`durable_agents`, `durable_agents.testing`; "
+        "the MCP and memory examples also open the engine's MCP servers and memory store). "
+        "`make test` runs every example's test against a scripted model.",
     ]
     for folder in example_folders():
         readme = (folder / "README.md").read_text()
