@@ -140,13 +140,14 @@ async def stage() -> AsyncIterator[Stage]:
 
 
 @contextlib.asynccontextmanager
-async def make_run(here: Stage) -> AsyncIterator[str]:
-    """A `worker.py` as `make run` starts it, in the stage's folder; what it printed when ready."""
+async def make_run(here: Stage, settings: dict[str, str] | None = None) -> AsyncIterator[str]:
+    """A `worker.py` as `make run` starts it, in the stage's folder, with the reader's
+    `settings` (environment variables) if any; what it printed when ready."""
     worker = await asyncio.create_subprocess_exec(
         str(here.folder / ".venv" / "bin" / "python"),
         str(ROOT / "worker.py"),
         cwd=here.folder,
-        env=here.env | {"PYTHONUNBUFFERED": "1"},
+        env=here.env | {"PYTHONUNBUFFERED": "1"} | (settings or {}),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
@@ -270,6 +271,17 @@ async def worker_reuse(here: Stage) -> str:
     """A second `make run` while the first one's server is up: it says it reuses that server."""
     async with make_run(here) as printed:
         return here.shown_as_default(printed)
+
+
+@recipe("tool-modules-worker")
+async def tool_modules_worker(here: Stage) -> str:
+    """A second worker with a tool module loaded: its ready line names the module's tool."""
+    async with make_run(here, {"AGENT_TOOL_MODULES": "examples.unit_tools"}) as printed:
+        shown = here.shown_as_default(printed).splitlines()
+    ready = next(i for i, line in enumerate(shown) if line.startswith("Worker ready"))
+    until = next(i for i, line in enumerate(shown) if line.startswith("Web UI"))
+    banner = "\n".join(shown[ready:until])
+    return f"$ AGENT_TOOL_MODULES=examples.unit_tools make run\n...\n{banner}"
 
 
 DEMO_INPUT = '{"prompt": "What is 17 * 25?"}'
