@@ -33,6 +33,7 @@ from durable_agents.contracts.payload_limits import (
     within,
 )
 from durable_agents.contracts.policy import ApprovalPolicy
+from durable_agents.contracts.principals import DEFAULT_TENANT, TENANT_PATTERN
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.contracts.stream_state import StreamState
 
@@ -167,6 +168,20 @@ class AgentSettings(BaseModel):
         default=None,
         description="Rules matched in order against tool names (globs): ask (wait for a "
         "person), auto (run), deny (never run). Tools no rule matches follow their definition.",
+    )
+    tenant: str = Field(
+        default=DEFAULT_TENANT,
+        pattern=TENANT_PATTERN,
+        exclude_if=lambda tenant: tenant == DEFAULT_TENANT,
+        description="The tenant the run belongs to (the `AgentTenant` search attribute): a "
+        "server's principal sees only its tenant's runs. Stamped by `AgentClient` from its "
+        "principal; sub-agents and plan steps inherit it.",
+    )
+    starter: str | None = none_omitted(
+        max_length=200,
+        description="The principal who started the run (stamped by a server's `AgentClient`): "
+        "the two-person rule (`ApprovalRequirement.distinct_from_starter`) refuses its "
+        "approvals. Sub-agents and plan steps inherit it.",
     )
     memory_scope: str | None = Field(
         default=None,

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from durable_agents.contracts.omitted import none_omitted
+from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.contracts.request_kind import RequestKind
 
 DECISION_REFUSED = "DecisionRefused"
@@ -52,6 +53,15 @@ def _bounded_args(args: dict[str, Any] | None) -> dict[str, Any] | None:
 EditedArgs = Annotated[dict[str, Any] | None, AfterValidator(_bounded_args)]
 Who = Annotated[str | None, Field(max_length=200)]
 Note = Annotated[str | None, Field(max_length=MAX_NOTE_CHARS)]
+Maker = Annotated[
+    DecisionMaker | None,
+    Field(
+        default=None,
+        description="Set by a server (`AgentClient` with a principal): the authenticated "
+        "principal who decides; `by` is then that principal's name, whatever the body said. "
+        "Unset (the Temporal CLI, a plain signal): `by` is self-declared.",
+    ),
+]
 
 
 class RepeatOf(BaseModel):
@@ -95,6 +105,7 @@ class ApproveSignal(BaseModel):
         default=None, max_length=100, description="If given, must match the pending call's digest."
     )
     by: Who = None
+    maker: Maker = None
     comment: Note = None
 
 
@@ -106,6 +117,7 @@ class RejectSignal(BaseModel):
     call_id: str = Field(min_length=1, max_length=500)
     reason: Note = None
     by: Who = None
+    maker: Maker = None
 
 
 class ReplySignal(BaseModel):
@@ -116,6 +128,7 @@ class ReplySignal(BaseModel):
     call_id: str = Field(min_length=1, max_length=500)
     text: str = Field(max_length=MAX_REPLY_CHARS)
     by: Who = None
+    maker: Maker = None
 
 
 class DecideUpdate(BaseModel):
@@ -129,6 +142,7 @@ class DecideUpdate(BaseModel):
     args_digest: str | None = Field(default=None, max_length=100)
     reason: Note = None
     by: Who = None
+    maker: Maker = None
     comment: Note = None
 
 
@@ -139,6 +153,10 @@ class HumanDecision(BaseModel):
     kind: WaitKind
     outcome: Outcome
     by: str | None = None
+    maker: DecisionMaker | None = none_omitted(
+        description="Who decided: the authenticated principal a server recorded "
+        "(`self_declared` False), or the `by` a plain signal named (`self_declared` True)."
+    )
     at: datetime
     comment: str | None = None
     reason: str | None = None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from durable_agents.contracts.omitted import empty_omitted, none_omitted
+from durable_agents.contracts.principals import DecisionMaker
 
 Role = Literal["system", "user", "assistant", "tool"]
 ReasoningKey = Literal["reasoning_content", "reasoning"]
@@ -35,6 +36,17 @@ class SteerMessage(BaseModel):
 
     text: str = Field(min_length=1, max_length=50_000)
     by: str | None = Field(default=None, max_length=200)
+    maker: DecisionMaker | None = Field(
+        default=None,
+        description="Set by a server: the authenticated principal who steers (`by` is its name).",
+    )
+
+    @model_validator(mode="after")
+    def _signed_by_its_maker(self) -> SteerMessage:
+        """A message a server signed is by its principal, whatever `by` said."""
+        if self.maker is not None and self.by != self.maker.name:
+            object.__setattr__(self, "by", self.maker.name)
+        return self
 
 
 class ChatMessage(BaseModel):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_agents.contracts.omitted import none_omitted
+from durable_agents.contracts.principals import Role
 
 PolicyAction = Literal["ask", "auto", "deny"]
 RepeatSetting = Literal["flag", "refuse"]
@@ -25,6 +26,20 @@ class WorkerPolicy(BaseModel):
     (`ALLOW_RUN_AUTO_APPROVE=true`)."""
 
 
+class ApprovalRequirement(BaseModel):
+    """Who may approve a call a rule makes wait: `{"distinct_from_starter": true, "role":
+    "approve"}`. The two-person rule: with `distinct_from_starter`, the principal who started
+    the run (`AgentSettings.starter`) cannot approve it (the workflow refuses, the call keeps
+    waiting); `role` is the role a server's principal needs to approve it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    distinct_from_starter: bool = False
+    role: Role | None = none_omitted(
+        description="The role that approves (checked by the servers' `AgentClient`)."
+    )
+
+
 class ApprovalRule(BaseModel):
     """`{"tools": "write_*", "action": "ask", "repeat"?: "refuse"}`: calls of matching tools get
     `action`; `repeat` says what happens to a call identical to one that already succeeded."""
@@ -36,6 +51,9 @@ class ApprovalRule(BaseModel):
     repeat: RepeatSetting | None = none_omitted(
         description="flag (unset): a repeat of a call that succeeded is shown to the person "
         "asked as a repeat; refuse: it never runs."
+    )
+    approval: ApprovalRequirement | None = none_omitted(
+        description="Who may approve a call this rule makes wait (the two-person rule)."
     )
 
     def __str__(self) -> str:

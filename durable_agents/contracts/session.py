@@ -10,14 +10,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from durable_agents.contracts.agent_input import AgentSettings
 from durable_agents.contracts.agent_result import StopReason, ToolStep
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.model_io import CachedConversation
-from durable_agents.contracts.omitted import default_omitted
+from durable_agents.contracts.omitted import default_omitted, none_omitted
 from durable_agents.contracts.payload_limits import STORED, TODAY, within
+from durable_agents.contracts.principals import DEFAULT_TENANT, TENANT_PATTERN
 from durable_agents.contracts.stream_state import StreamState
 from durable_agents.contracts.usage import TokenUsage
 
@@ -183,10 +191,33 @@ class SessionInput(BaseModel):
         le=40_000,
         description="History events before the session continues-as-new between turns.",
     )
+    tenant: str = Field(
+        default=DEFAULT_TENANT,
+        pattern=TENANT_PATTERN,
+        exclude_if=lambda tenant: tenant == DEFAULT_TENANT,
+        description="The session's tenant (`AgentTenant`); every turn runs in it.",
+    )
+    starter: str | None = none_omitted(
+        max_length=200, description="The principal who started the session; its turns' too."
+    )
     carry: SessionCarry | None = Field(
         default=None, description="Set by the workflow itself when it continues-as-new."
     )
     stream: StreamState = None
+
+    @model_validator(mode="after")
+    def _turns_run_in_the_tenant(self) -> SessionInput:
+        """Every turn runs in the session's tenant, started by its starter (a tenant set only
+        in `agent` is the session's)."""
+        if self.tenant == DEFAULT_TENANT and self.agent.tenant != DEFAULT_TENANT:
+            self.tenant = self.agent.tenant
+        if self.starter is None:
+            self.starter = self.agent.starter
+        if (self.agent.tenant, self.agent.starter) != (self.tenant, self.starter):
+            self.agent = self.agent.model_copy(
+                update={"tenant": self.tenant, "starter": self.starter}
+            )
+        return self
 
     @field_validator("max_message_chars")
     @classmethod

@@ -8,7 +8,7 @@ import json
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from durable_agents.contracts.agent_result import StepStatus
 from durable_agents.contracts.approvals import (
@@ -23,6 +23,8 @@ from durable_agents.contracts.approvals import (
     TimeoutAction,
     WaitKind,
 )
+from durable_agents.contracts.policy import ApprovalRequirement
+from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.loop.tool_requests import ArgsSchema, validate_args
 from durable_agents.tools.definition import Tool, ToolOptions
@@ -30,6 +32,14 @@ from durable_agents.tools.definition import Tool, ToolOptions
 
 class DecisionRefused(ValueError):
     """A decision that cannot apply (unknown or decided call, wrong kind, bad edited args)."""
+
+
+TWO_PERSON_RULE = "two-person rule"
+"""How a refusal by the two-person rule starts (the client's `StarterCannotApprove`)."""
+
+
+class TwoPersonRule(DecisionRefused):
+    """An approval by the run's starter of a call that needs another principal's."""
 
 
 def args_digest(args: Mapping[str, Any]) -> str:
@@ -193,6 +203,42 @@ def check_digest(request: PendingRequest, digest: str | None) -> None:
         )
 
 
+class Signed(TypedDict):
+    """A decision's `by` and `maker`, as `HumanDecision` records them."""
+
+    by: str | None
+    maker: DecisionMaker | None
+
+
+def signed(by: str | None, maker: DecisionMaker | None) -> Signed:
+    """Who made a decision: the principal a server signed it with (`maker`; its name is the
+    `by`, whatever the sender typed), else the `by` the sender named, self-declared (the
+    Temporal CLI, a plain signal), else nobody."""
+    if maker is not None:
+        return {"by": maker.name, "maker": maker}
+    if by:
+        return {"by": by, "maker": DecisionMaker(name=by, self_declared=True)}
+    return {"by": None, "maker": None}
+
+
+def check_two_person(
+    request: PendingRequest,
+    requirement: ApprovalRequirement | None,
+    starter: str | None,
+    approver: str | None,
+) -> None:
+    """Refuse an approval of a call the two-person rule guards (`requirement.
+    distinct_from_starter`) by the principal who started the run: the call keeps waiting for
+    someone else."""
+    if requirement is None or not requirement.distinct_from_starter or starter is None:
+        return
+    if approver == starter:
+        raise TwoPersonRule(
+            f"{TWO_PERSON_RULE}: {approver!r} started this run and cannot approve call "
+            f"{request.call_id!r} ({request.tool}); another principal must approve it"
+        )
+
+
 def approved(
     request: PendingRequest,
     *,
@@ -201,6 +247,7 @@ def approved(
     by: str | None,
     comment: str | None,
     digest: str | None = None,
+    maker: DecisionMaker | None = None,
 ) -> HumanDecision:
     """The approval of `request` (an edit when `edited_args` differ), recording the digest it
     named (`check_digest` checked it), or that it named none."""
@@ -209,7 +256,7 @@ def approved(
         call_id=request.call_id,
         kind=request.kind,
         outcome="edited" if edited else "approved",
-        by=by,
+        **signed(by, maker),
         at=now,
         comment=comment,
         model_args=request.args,
@@ -219,25 +266,37 @@ def approved(
 
 
 def rejected(
-    request: PendingRequest, *, now: datetime, reason: str | None, by: str | None
+    request: PendingRequest,
+    *,
+    now: datetime,
+    reason: str | None,
+    by: str | None,
+    maker: DecisionMaker | None = None,
 ) -> HumanDecision:
     return HumanDecision(
         call_id=request.call_id,
         kind=request.kind,
         outcome="rejected",
-        by=by,
+        **signed(by, maker),
         at=now,
         reason=reason,
         model_args=request.args,
     )
 
 
-def answered(request: PendingRequest, *, now: datetime, text: str, by: str | None) -> HumanDecision:
+def answered(
+    request: PendingRequest,
+    *,
+    now: datetime,
+    text: str,
+    by: str | None,
+    maker: DecisionMaker | None = None,
+) -> HumanDecision:
     return HumanDecision(
         call_id=request.call_id,
         kind="question",
         outcome="answered",
-        by=by,
+        **signed(by, maker),
         at=now,
         reply=text,
         model_args=request.args,
@@ -321,9 +380,12 @@ def as_signal(update: DecideUpdate) -> ApproveSignal | RejectSignal:
             args=update.args,
             args_digest=update.args_digest,
             by=update.by,
+            maker=update.maker,
             comment=update.comment,
         )
-    return RejectSignal(call_id=update.call_id, reason=update.reason, by=update.by)
+    return RejectSignal(
+        call_id=update.call_id, reason=update.reason, by=update.by, maker=update.maker
+    )
 
 
 def as_shown(reported: Sequence[PendingRequest]) -> list[PendingRequest]:

@@ -12,6 +12,7 @@ from typing import Literal, NamedTuple
 
 from durable_agents.contracts.agent_status import Phase
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.principals import DEFAULT_TENANT
 from durable_agents.contracts.request_kind import RequestKind
 
 SearchPhase = Literal["thinking", "running_tools", "waiting_for_human", "idle", "done"]
@@ -29,6 +30,9 @@ class SearchState(NamedTuple):
     """What waits for a person: the tool of each approval (and client tool), `question` for an
     `ask_user` question, `plan` for a plan; sorted, each once."""
     tokens: int
+    tenant: str = DEFAULT_TENANT
+    """`AgentTenant`: the tenant of the run (its input's `tenant`), which a server's principal
+    lists by."""
 
 
 def search_phase(phase: Phase) -> SearchPhase:
@@ -51,12 +55,15 @@ def waiting_name(kind: RequestKind, tool: str) -> str:
 
 
 def search_state(
-    phase: Phase | Literal["idle"], pending: Sequence[PendingRequest], tokens: int
+    phase: Phase | Literal["idle"],
+    pending: Sequence[PendingRequest],
+    tokens: int,
+    tenant: str = DEFAULT_TENANT,
 ) -> SearchState:
-    """The search attributes of a run (or a session: `idle` between turns) in `phase`, with
-    these requests waiting for a person and `tokens` spent."""
+    """The search attributes of a run (or a session: `idle` between turns) of `tenant` in
+    `phase`, with these requests waiting for a person and `tokens` spent."""
     names = sorted({waiting_name(p.kind, p.tool) for p in pending})
     shown: SearchPhase = (
         "waiting_for_human" if names else "idle" if phase == "idle" else search_phase(phase)
     )
-    return SearchState(shown, tuple(names[:MAX_WAITING_NAMES]), tokens)
+    return SearchState(shown, tuple(names[:MAX_WAITING_NAMES]), tokens, tenant)

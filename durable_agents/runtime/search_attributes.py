@@ -1,5 +1,5 @@
-"""Registering the agent search attributes (`AgentPhase`, `AgentWaitingFor`, `AgentTokens`) on
-the server, so runs may keep them (`workflows.search_attributes`).
+"""Registering the agent search attributes (`AgentPhase`, `AgentWaitingFor`, `AgentTokens`,
+`AgentTenant`) on the server, so runs may keep them (`workflows.search_attributes`).
 
 `ensure` runs at worker start: it adds the missing ones through the operator API (the dev
 server and a self-hosted cluster allow it) and says whether all are there. Where the worker may
@@ -13,6 +13,7 @@ The embedded dev server gets them at start (`dev_server_flags`). On a self-hoste
     temporal operator search-attribute create --name AgentPhase --type Keyword
     temporal operator search-attribute create --name AgentWaitingFor --type KeywordList
     temporal operator search-attribute create --name AgentTokens --type Int
+    temporal operator search-attribute create --name AgentTenant --type Keyword
 """
 
 from __future__ import annotations

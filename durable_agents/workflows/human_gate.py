@@ -37,9 +37,12 @@ with workflow.unsafe.imports_passed_through():
         QuestionAnswered,
         QuestionAsked,
     )
+    from durable_agents.contracts.policy import ApprovalPolicy
+    from durable_agents.contracts.principals import DecisionMaker
     from durable_agents.contracts.request_kind import RequestKind
     from durable_agents.loop import approvals
     from durable_agents.loop.event_views import decision_of, event_text
+    from durable_agents.loop.policy import matching_rule
     from durable_agents.loop.tool_requests import ArgsSchema
     from durable_agents.workflows.run_events import RunEvents
 
@@ -62,6 +65,9 @@ class HumanGate:
         self._events = events or RunEvents.off()
         self.result_schemas: dict[str, dict[str, Any] | None] = {}
         """The `result_schema` of each client tool, which `client_tool_requested` carries."""
+        self.policy: ApprovalPolicy | None = None
+        self.starter: str | None = None
+        """The run's approval policy and starter (its input's): the two-person rule."""
 
     def add_schemas(self, schemas: Mapping[str, ArgsSchema]) -> None:
         """Argument schemas of tools known only once the run started (an MCP server's), so
@@ -218,6 +224,7 @@ class HumanGate:
             raise approvals.DecisionRefused("edited args need one call_id, not '*'")
         checked = []
         for request in targets:
+            self._check_approver(request, signal.by, signal.maker)
             approvals.check_digest(request, signal.args_digest)
             edited = approvals.check_edited_args(
                 request, signal.args, self._arg_models.get(request.tool)
@@ -231,6 +238,7 @@ class HumanGate:
                 by=signal.by,
                 comment=signal.comment,
                 digest=signal.args_digest,
+                maker=signal.maker,
             )
             for request, edited in checked
         ]
@@ -238,13 +246,17 @@ class HumanGate:
     def _rejections(self, signal: RejectSignal) -> list[HumanDecision]:
         targets = approvals.select_targets(signal.call_id, self.pending, RequestKind.APPROVAL)
         return [
-            approvals.rejected(request, now=workflow.now(), reason=signal.reason, by=signal.by)
+            approvals.rejected(
+                request, now=workflow.now(), reason=signal.reason, by=signal.by, maker=signal.maker
+            )
             for request in targets
         ]
 
     def _answer(self, signal: ReplySignal) -> HumanDecision:
         [request] = approvals.select_targets(signal.call_id, self.pending, RequestKind.QUESTION)
-        return approvals.answered(request, now=workflow.now(), text=signal.text, by=signal.by)
+        return approvals.answered(
+            request, now=workflow.now(), text=signal.text, by=signal.by, maker=signal.maker
+        )
 
     def check(self, update: DecideUpdate) -> None:
         """Raise `DecisionRefused` if `update` cannot apply (used by the update's validator)."""
@@ -253,9 +265,19 @@ class HumanGate:
         [request] = approvals.select_targets(update.call_id, self.pending, RequestKind.APPROVAL)
         approvals.check_digest(request, update.args_digest)
         if update.decision == "approve":
+            self._check_approver(request, update.by, update.maker)
             approvals.check_edited_args(request, update.args, self._arg_models.get(request.tool))
         elif update.args is not None:
             raise approvals.DecisionRefused("args can only be given with decision 'approve'")
+
+    def _check_approver(
+        self, request: PendingRequest, by: str | None, maker: DecisionMaker | None
+    ) -> None:
+        """The two-person rule: the run's starter cannot approve a call its policy guards."""
+        rule = matching_rule(self.policy, request.tool)
+        approver = approvals.signed(by, maker)["by"]
+        requirement = rule.approval if rule is not None else None
+        approvals.check_two_person(request, requirement, self.starter, approver)
 
     def decide(self, update: DecideUpdate) -> HumanDecision:
         self.check(update)

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.contracts.approvals import PendingRequest
     from durable_agents.contracts.errors import INVALID_INPUT
     from durable_agents.contracts.model_io import CachedConversation
+    from durable_agents.contracts.principals import DEFAULT_TENANT
     from durable_agents.contracts.scratchpad import Scratchpad
     from durable_agents.contracts.usage import TokenUsage
     from durable_agents.loop.input_validation import link_problem
@@ -44,8 +45,10 @@ class RunHost:
         self._background: set[asyncio.Task[None]] = set()
         self._reports = 0
         self._search = SearchAttributeKeeper()
+        self._tenant = DEFAULT_TENANT
 
     def check_start(self, params: AgentInput) -> None:
+        self._tenant = params.tenant
         info = workflow.info()
         problem = link_problem(
             params,
@@ -68,7 +71,9 @@ class RunHost:
         """The current details, and the search attributes operators filter by."""
         now = status()
         workflow.set_current_details(current_details(now))
-        self._search.keep(search_state(now.phase, now.pending, now.usage.total_tokens))
+        self._search.keep(
+            search_state(now.phase, now.pending, now.usage.total_tokens, self._tenant)
+        )
 
     def pending_changed(self, params: AgentInput | None, pending: list[PendingRequest]) -> None:
         """Reports are numbered: their signals go out concurrently and may arrive out of order,

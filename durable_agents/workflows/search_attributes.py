@@ -1,5 +1,5 @@
 """`SearchAttributeKeeper`: keeps a run's search attributes (`AgentPhase`, `AgentWaitingFor`,
-`AgentTokens`) equal to its state, so operators find the runs that wait for them:
+`AgentTokens`, `AgentTenant`) equal to its state, so operators find the runs that wait for them:
 `temporal workflow list --query 'AgentPhase="waiting_for_human"'`, or the Web UI's list filter.
 
 Each upsert is a command (an `UpsertWorkflowSearchAttributes` event), so the keeper upserts only
@@ -32,10 +32,12 @@ with workflow.unsafe.imports_passed_through():
 AGENT_PHASE = SearchAttributeKey.for_keyword("AgentPhase")
 AGENT_WAITING_FOR = SearchAttributeKey.for_keyword_list("AgentWaitingFor")
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
+AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
 SEARCH_ATTRIBUTE_KEYS: tuple[SearchAttributeKey, ...] = (
     AGENT_PHASE,
     AGENT_WAITING_FOR,
     AGENT_TOKENS,
+    AGENT_TENANT,
 )
 """The custom search attributes runs keep (registered by `runtime.search_attributes`)."""
 
@@ -78,6 +80,8 @@ class SearchAttributeKeeper:
             updates.append(AGENT_WAITING_FOR.value_set(list(state.waiting_for)))
         if before is None or state.tokens != before.tokens:
             updates.append(AGENT_TOKENS.value_set(state.tokens))
+        if before is None or state.tenant != before.tenant:
+            updates.append(AGENT_TENANT.value_set(state.tenant))
         workflow.upsert_search_attributes(updates)
         self._shown = state
 

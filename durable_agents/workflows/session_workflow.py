@@ -578,7 +578,9 @@ class SessionWorkflow(PeopleHandlers):
             )
             phase = "idle"
         workflow.set_current_details(details)
-        self._search.keep(search_state(phase, carry.pending, carry.usage.total_tokens))
+        self._search.keep(
+            search_state(phase, carry.pending, carry.usage.total_tokens, self._params.tenant)
+        )
 
     def _can_continue_as_new(self) -> bool:
         """The history is long and no handler is in flight (a `send` update waiting for its
