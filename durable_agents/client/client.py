@@ -125,8 +125,10 @@ class AgentClient:
         id: str | None = None,
         task_queue: str | None = None,
         by: str | None = None,
+        memo: Mapping[str, str] | None = None,
     ) -> RunHandle:
-        """Start a run with a workflow input already made (`workflow_input`, an HTTP body)."""
+        """Start a run with a workflow input already made (`workflow_input`, an HTTP body);
+        `memo`: more entries for the run's memo (the A2A gateway records its task's context)."""
         workflow_id = id or f"{self.via or 'agent'}-{uuid.uuid4().hex[:10]}"
         run_id = await self._start(
             WORKFLOW_TYPE,
@@ -136,6 +138,7 @@ class AgentClient:
             "run",
             static_summary=run_summary(payload["prompt"]),
             static_details=run_details(payload, by, self.started_by),
+            memo=memo,
         )
         return RunHandle(self.client, workflow_id, run_id=run_id, owner=self.owner)
 
@@ -185,6 +188,7 @@ class AgentClient:
         what: str,
         static_summary: str | None = None,
         static_details: str | None = None,
+        memo: Mapping[str, str] | None = None,
     ) -> str | None:
         """Start `workflow_type` marked as `via`'s: its first run id, or the typed error
         (`what`: `run` or `session`, as the messages name it)."""
@@ -194,7 +198,7 @@ class AgentClient:
                 workflow_input,
                 id=workflow_id,
                 task_queue=self._queue(task_queue),
-                memo={STARTED_VIA: self.via} if self.via else None,
+                memo={**(memo or {}), **({STARTED_VIA: self.via} if self.via else {})} or None,
                 static_summary=static_summary,
                 static_details=static_details,
             )

@@ -176,10 +176,16 @@ class RunControl:
         )
 
     async def start(
-        self, payload: dict[str, Any], *, workflow_id: str | None = None, by: str | None = None
+        self,
+        payload: dict[str, Any],
+        *,
+        workflow_id: str | None = None,
+        by: str | None = None,
+        memo: dict[str, str] | None = None,
     ) -> RunHandle:
-        """Start an `AgentWorkflow` run with `payload` (see `run_input`)."""
-        return await self.agents.start_input(payload, id=workflow_id, by=by)
+        """Start an `AgentWorkflow` run with `payload` (see `run_input`), `memo` added to its
+        memo."""
+        return await self.agents.start_input(payload, id=workflow_id, by=by, memo=memo)
 
     async def open(self, workflow_id: str) -> RunHandle:
         """The run or session `workflow_id`, if this kind of server started it."""

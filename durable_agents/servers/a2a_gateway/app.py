@@ -5,9 +5,8 @@ A message that starts a task is checked before anything runs (`CheckedRequestHan
 unknown agent, an empty or oversized prompt, or options that are not run settings come back as
 a JSON-RPC `InvalidParams` error naming the problem; no task is made and no run starts.
 
-Tasks live in the SDK's in-memory task store: the runs behind them are durable, the A2A view of
-them is not (after a restart of `agent a2a`, a task id it gave out is unknown to it; its run,
-`a2a-<task id>`, goes on in Temporal).
+A task is its run (`task_store.RunTaskStore`): its state is read from the workflow, so a restart
+of `agent a2a`, or a second gateway on the same namespace, loses no task.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import Message, SendMessageRequest, Task
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
@@ -31,6 +29,7 @@ from durable_agents.errors import InvalidInput
 from durable_agents.servers.a2a_gateway.answers import MAX_ANSWER_CHARS, whole_numbers
 from durable_agents.servers.a2a_gateway.card import agent_card
 from durable_agents.servers.a2a_gateway.executor import RunExecutor
+from durable_agents.servers.a2a_gateway.task_store import RunTaskStore
 from durable_agents.servers.run_control import RunControl
 
 RPC_PATH = "/"
@@ -89,7 +88,7 @@ def build_app(control: RunControl, url: str) -> Starlette:
     handler = CheckedRequestHandler(
         control,
         agent_executor=RunExecutor(control),
-        task_store=InMemoryTaskStore(),
+        task_store=RunTaskStore(control),
         agent_card=card,
     )
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, RPC_PATH)]

@@ -32,6 +32,7 @@ from google.protobuf import json_format
 
 from durable_agents.client import RunHandle, RunOutcome, render
 from durable_agents.client.run_input import run_input
+from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import AgentError, InvalidInput
@@ -40,6 +41,9 @@ from durable_agents.servers.run_control import Paused, RunControl
 
 WORKFLOW_PREFIX = "a2a-"
 DEFAULT_BY = "a2a client"
+CONTEXT_MEMO = "a2a_context_id"
+"""The run's memo entry holding its task's context id (`task_store.RunTaskStore` reads it)."""
+ANSWER_ARTIFACT = "answer"
 
 
 def workflow_id_for(task_id: str) -> str:
@@ -80,6 +84,40 @@ def waiting_text(request: PendingRequest) -> str:
     )
 
 
+def waiting_parts(
+    request: PendingRequest, problem: str | None = None
+) -> tuple[list[Part], dict[str, Any]]:
+    """The `input-required` message for `request`: its parts (text, and the call as data) and
+    its metadata (`Shown`: what the next message on the task answers)."""
+    text = waiting_text(request)
+    if problem:
+        text = f"Not applied: {problem}\n{text}"
+    call = request.model_dump(
+        mode="json",
+        include={"call_id", "kind", "tool", "args", "args_digest", "question", "expires_at"},
+    )
+    shown = Shown(request.call_id, request.kind, request.args_digest)
+    return [new_text_part(text), new_data_part({"pending": call})], shown.metadata()
+
+
+def answer_parts(result: AgentResult) -> list[Part]:
+    """The `answer` artifact's parts: the text, and the typed output as data when there is one."""
+    parts: list[Part] = [new_text_part(result.answer)]
+    if result.output is not None:
+        parts.append(new_data_part(result.output))
+    return parts
+
+
+def answer_metadata(outcome: RunOutcome) -> dict[str, Any]:
+    assert outcome.result is not None
+    return {"workflow_id": outcome.workflow_id, "stop_reason": outcome.result.stop_reason.value}
+
+
+def ended_text(outcome: RunOutcome) -> str:
+    """What a failed task says about a run that ended without an answer."""
+    return f"the run {outcome.ending}: {outcome.error_type}: {outcome.message}"
+
+
 class RunExecutor(AgentExecutor):
     """Runs A2A tasks as durable agent runs (see the module docstring)."""
 
@@ -99,7 +137,12 @@ class RunExecutor(AgentExecutor):
             payload = run_input(prompt, agent, options, self.control.profiles)
             if task is None and context.message is not None:
                 await event_queue.enqueue_event(new_task_from_user_message(context.message))
-            handle = await self.control.start(payload, workflow_id=workflow_id, by=by_of(context))
+            handle = await self.control.start(
+                payload,
+                workflow_id=workflow_id,
+                by=by_of(context),
+                memo={CONTEXT_MEMO: context.context_id},
+            )
             await updater.start_work(
                 updater.new_agent_message([new_text_part(f"started run {handle.id}")])
             )
@@ -168,34 +211,16 @@ class RunExecutor(AgentExecutor):
     async def _wait_for_person(
         self, updater: TaskUpdater, request: PendingRequest, problem: str | None = None
     ) -> None:
-        text = waiting_text(request)
-        if problem:
-            text = f"Not applied: {problem}\n{text}"
-        call = request.model_dump(
-            mode="json",
-            include={"call_id", "kind", "tool", "args", "args_digest", "question", "expires_at"},
-        )
-        shown = Shown(request.call_id, request.kind, request.args_digest)
-        await updater.requires_input(
-            updater.new_agent_message(
-                [new_text_part(text), new_data_part({"pending": call})],
-                metadata=shown.metadata(),
-            )
-        )
+        parts, metadata = waiting_parts(request, problem)
+        await updater.requires_input(updater.new_agent_message(parts, metadata=metadata))
 
     async def _finish(self, updater: TaskUpdater, outcome: RunOutcome) -> None:
         result = outcome.result
         if result is None:
-            text = f"the run {outcome.ending}: {outcome.error_type}: {outcome.message}"
-            await updater.failed(updater.new_agent_message([new_text_part(text)]))
+            await updater.failed(updater.new_agent_message([new_text_part(ended_text(outcome))]))
             return
-        parts: list[Part] = [new_text_part(result.answer)]
-        if result.output is not None:
-            parts.append(new_data_part(result.output))
         await updater.add_artifact(
-            parts,
-            name="answer",
-            metadata={"workflow_id": outcome.workflow_id, "stop_reason": result.stop_reason.value},
+            answer_parts(result), name=ANSWER_ARTIFACT, metadata=answer_metadata(outcome)
         )
         await updater.complete(updater.new_agent_message([new_text_part(result.answer)]))
 
