@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from durable_agents.servers.auth.authenticator import Authenticator
 from durable_agents.servers.http_api.app import create_app
 from durable_agents.servers.http_api.config import ServeConfig
 from durable_agents.servers.http_serving import SHUTDOWN_GRACE_SECONDS
@@ -35,9 +36,13 @@ class LiveApi:
 
 
 @contextlib.asynccontextmanager
-async def live_api(agent: AgentHarness, **overrides: Any) -> AsyncIterator[LiveApi]:
+async def live_api(
+    agent: AgentHarness, token: str | None = TOKEN, **overrides: Any
+) -> AsyncIterator[LiveApi]:
+    """`agent serve` taking `token` as `AGENT_API_TOKEN` (None: no credentials, loopback), or
+    the `authenticator` given."""
     settings: dict[str, Any] = {
-        "token": TOKEN,
+        "authenticator": Authenticator(api_token=token) if token else None,
         "task_queue": agent.task_queue,
         "cors_origins": (ORIGIN,),
         "max_body_bytes": 256 * 1024,
@@ -59,7 +64,7 @@ async def live_api(agent: AgentHarness, **overrides: Any) -> AsyncIterator[LiveA
     await eventually(lambda: server.started, what="uvicorn to listen")
     port = server.servers[0].sockets[0].getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    headers = {"Authorization": f"Bearer {TOKEN}"} if config.token else {}
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as http:
             yield LiveApi(url, http, server, app)

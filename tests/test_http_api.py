@@ -17,8 +17,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from durable_agents.cli.main import run_cli
-from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind, is_loopback
-from durable_agents.servers.http_api.guards import token_matches
+from durable_agents.servers.auth.authenticator import Authenticator, token_matches
+from durable_agents.servers.http_api.config import ConfigError, ServeConfig, is_loopback
 from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
@@ -349,12 +349,12 @@ async def test_openapi_lists_the_routes(api: LiveApi) -> None:
 def test_no_token_means_loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
-    with pytest.raises(ConfigError, match="AGENT_API_TOKEN"):
-        check_bind("0.0.0.0", ServeConfig())
-    check_bind("0.0.0.0", ServeConfig(token=TOKEN))
-    check_bind("127.0.0.1", ServeConfig())
-    with pytest.raises(ConfigError, match="too short"):
-        ServeConfig.from_env({"AGENT_API_TOKEN": "short"})
+    refusal = Authenticator().listen_refusal("0.0.0.0")
+    assert refusal is not None and "AGENT_PRINCIPALS_FILE" in refusal
+    assert Authenticator(api_token=TOKEN).listen_refusal("0.0.0.0") is None
+    assert Authenticator().listen_refusal("127.0.0.1") is None
+    with pytest.raises(ConfigError, match=r"'\*' would let every web page"):
+        ServeConfig.from_env({"AGENT_API_CORS_ORIGINS": "*"})
     monkeypatch.delenv("AGENT_API_TOKEN", raising=False)
     assert run_cli(["serve", "--host", "0.0.0.0", "--port", "1"]) == 4  # before connecting
 

@@ -10,6 +10,7 @@
     agent mcp [--http --port N]           serve the agents to MCP clients
     agent a2a [--port N]                  serve the agents over A2A
     agent serve [--host H] [--port N]     the HTTP API (SSE), AG-UI and the web console
+    agent token create NAME --roles R     a principal's token for the servers
 
 Entry point of the `agent` console script (`cli.main:main`) and of `python -m cli.main`.
 Errors are one line on stderr (`agent: ...`) with a non-zero exit code, never a traceback
@@ -29,7 +30,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from durable_agents.cli import chat, commands, decisions, replay, steering
+from durable_agents.cli import chat, commands, decisions, replay, steering, tokens
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.client.connection import Target, explain_rpc, with_payload_stores
@@ -238,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     a2a_gateway.add_arguments(a2a)
     serve = command("serve", http_serve.serve, "serve the HTTP API, AG-UI and the web console")
     http_serve.add_arguments(serve)
+    token_cmd = command("token", tokens.token, "make tokens for the servers' principals")
+    tokens.add_arguments(token_cmd)
     replay_cmd = command(
         "replay", replay.replay, "replay run histories against this code (files or downloaded)"
     )

@@ -22,6 +22,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "server": ("fastapi", "uvicorn", "sse_starlette", "ag_ui"),
     "mcp": ("mcp",),
     "a2a": ("a2a", "starlette", "uvicorn"),
+    "oidc": ("jwt", "cryptography"),
     "postgres": ("psycopg",),
     "s3": ("aioboto3",),
     "otel": ("opentelemetry.sdk",),

@@ -206,6 +206,35 @@ class EnvironmentSettings(BaseSettings):
     """The codec server the embedded dev server's Web UI decodes payloads with."""
     codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
     """The bearer token the codec server requires."""
+    # -- who may call the servers (agent serve, agent mcp --http, agent a2a): servers/auth
+    principals_file: Path | None = _env("AGENT_PRINCIPALS_FILE", default=None)
+    """A TOML file of principals (name, the SHA-256 of its token, tenant, roles) the servers
+    take bearer tokens of; `agent token create` makes its entries. Unset (and no OIDC, no
+    `AGENT_API_TOKEN`): the servers listen on loopback only, open to the local user."""
+    api_token: SecretStr | None = _env("AGENT_API_TOKEN", default=None)
+    """One bearer token (16 characters at least) that is an admin of the default tenant on
+    every server. Never logged or printed."""
+    oidc_issuer: str | None = _env("AGENT_OIDC_ISSUER", default=None)
+    """An OIDC issuer whose JWTs the servers take (the `oidc` extra): signed by a key of its
+    JWKS, for `AGENT_OIDC_AUDIENCE`, not expired."""
+    oidc_audience: str | None = _env("AGENT_OIDC_AUDIENCE", default=None)
+    """The audience (`aud`) an OIDC token must name; required with `AGENT_OIDC_ISSUER`."""
+    oidc_jwks_url: str | None = _env("AGENT_OIDC_JWKS_URL", default=None)
+    """The issuer's JWKS. Unset: the `jwks_uri` of `<issuer>/.well-known/openid-configuration`."""
+    oidc_name_claim: str = _env("AGENT_OIDC_NAME_CLAIM", default="sub", min_length=1)
+    """The claim that names the principal (dotted for a nested one)."""
+    oidc_tenant_claim: str = _env("AGENT_OIDC_TENANT_CLAIM", default="tenant", min_length=1)
+    """The claim that names the principal's tenant (dotted for a nested one)."""
+    oidc_roles_claim: str = _env("AGENT_OIDC_ROLES_CLAIM", default="roles", min_length=1)
+    """The claim that lists the principal's roles (a list, or a space-separated string;
+    dotted for a nested one, e.g. `realm_access.roles`); values other than `read`, `start`,
+    `approve` and `admin` are left out."""
+    oidc_tenant: str | None = _env("AGENT_OIDC_TENANT", default=None)
+    """The tenant of an OIDC token without the tenant claim. Unset: such a token is refused."""
+    oidc_algorithms: Annotated[list[str], NoDecode] = _env(
+        "AGENT_OIDC_ALGORITHMS", default=["RS256", "ES256"]
+    )
+    """Comma-separated signature algorithms an OIDC token may use."""
     # -- observability
     otel_enabled: bool = _env("OTEL_ENABLED", default=False)
     """`1`/`true`: OpenTelemetry spans for workflows and activities (the `otel` extra)."""
@@ -283,11 +312,18 @@ class EnvironmentSettings(BaseSettings):
             cleaned[name] = value
         return cleaned
 
-    @field_validator("tool_modules", mode="before")
+    @field_validator("tool_modules", "oidc_algorithms", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("api_token")
+    @classmethod
+    def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("too short: use at least 16 characters")
         return value
 
     @field_validator("memory_database_url")
@@ -321,6 +357,12 @@ class EnvironmentSettings(BaseSettings):
 
             parse_store(value)
         return value
+
+    @model_validator(mode="after")
+    def _oidc_audience(self) -> EnvironmentSettings:
+        if self.oidc_issuer is not None and self.oidc_audience is None:
+            raise ValueError("AGENT_OIDC_AUDIENCE: set it with AGENT_OIDC_ISSUER")
+        return self
 
     @model_validator(mode="after")
     def _deployment_pair(self) -> EnvironmentSettings:

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Header, Query, Request
+from fastapi import Body, Depends, FastAPI, Header, Query, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -22,8 +22,11 @@ from starlette.convertors import PathConvertor, register_url_convertor
 from temporalio.client import Client
 
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import SessionStatus
 from durable_agents.contracts.workflow_ids import SafeId
+from durable_agents.servers.auth.authenticator import Authenticator
+from durable_agents.servers.auth.middleware import Authentication, caller
 from durable_agents.servers.http_api import errors
 from durable_agents.servers.http_api.agui import respond as agui_respond
 from durable_agents.servers.http_api.bodies import (
@@ -38,7 +41,6 @@ from durable_agents.servers.http_api.bodies import (
 )
 from durable_agents.servers.http_api.config import ServeConfig
 from durable_agents.servers.http_api.feeds import Feeds
-from durable_agents.servers.http_api.guards import BearerAuth
 from durable_agents.servers.http_api.runs import Runs
 from durable_agents.servers.http_api.sessions import Sessions
 from durable_agents.servers.http_api.sse import (
@@ -51,6 +53,7 @@ from durable_agents.servers.request_guards import (
     BodyLimit,
     GuardSettings,
     RequestGuard,
+    SecurityHeaders,
     allowed_host_names,
 )
 
@@ -69,6 +72,16 @@ Id = Annotated[SafeId, "a workflow id (may hold '/', e.g. a session's child turn
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", description="resume after it")]
 After = Annotated[int | None, Query(ge=-1, description="resume after this offset")]
 Wait = Annotated[bool, Query(description="wait for the end instead of answering 202")]
+Reader = Annotated[Principal, Depends(caller("read"))]
+"""The request's principal (`servers.auth`), which may read runs: list, status, events."""
+Starter = Annotated[Principal, Depends(caller("start"))]
+"""... which may start runs and sessions, send messages, answer client tools and cancel."""
+Approver = Annotated[Principal, Depends(caller("approve"))]
+"""... which may approve, reject, edit, reply and steer."""
+PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+PUBLIC_PREFIXES = ("/static/",)
+"""The console's files and the health check hold no data: the page asks for the token to
+call the API."""
 
 
 def create_app(client: Client, config: ServeConfig) -> FastAPI:
@@ -96,10 +109,14 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     app.state.sessions = sessions
     app.state.config = config
 
-    # Outermost last: CORS answers preflights, then the browser guard (Host, Origin, JSON
-    # bodies), then the body limit, then the token.
-    if config.token is not None:
-        app.add_middleware(BearerAuth, token=config.token)
+    # Outermost last: the security headers on every answer, CORS answers preflights, then the
+    # browser guard (Host, Origin, JSON bodies), then the body limit, then who is calling.
+    app.add_middleware(
+        Authentication,
+        authenticator=config.authenticator or Authenticator(),
+        public_paths=PUBLIC_PATHS,
+        public_prefixes=PUBLIC_PREFIXES,
+    )
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(
         RequestGuard,
@@ -114,6 +131,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
             allow_methods=["GET", "POST", "OPTIONS"],
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
         )
+    app.add_middleware(SecurityHeaders, console_paths=PUBLIC_PATHS)
 
     async def events(
         workflow_id: str, last_event_id: str | None, after: int | None, *, end_at_finish: bool
@@ -135,7 +153,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return {"ok": True}
 
     @app.get("/v1/info", tags=["server"])
-    async def info() -> dict[str, Any]:
+    async def info(principal: Reader) -> dict[str, Any]:
         """What the console needs: the namespace, the task queue, the Web UI to link runs to."""
         return {
             "namespace": config.namespace,
@@ -146,13 +164,13 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     # -- runs --------------------------------------------------------------------------------
 
     @app.post("/v1/runs", status_code=201, response_model=Started, tags=["runs"])
-    async def start_run(body: StartRun) -> Started:
+    async def start_run(body: StartRun, principal: Starter) -> Started:
         """Start a run: the workflow input (`AgentInput`), plus an optional `id`."""
         handle = await runs.start(body)
         return Started(workflow_id=handle.id, run_id=handle.run_id)
 
     @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
-    async def run_result(workflow_id: Id, wait: Wait = False) -> Response:
+    async def run_result(workflow_id: Id, principal: Reader, wait: Wait = False) -> Response:
         """The result (`AgentResult`, or how the run failed); 202 while it runs."""
         result = await runs.result(workflow_id, wait)
         if result is None:
@@ -162,31 +180,33 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return JSONResponse(result)
 
     @app.get("/v1/runs/{workflow_id:anypath}/pending", tags=["runs"])
-    async def run_pending(workflow_id: Id) -> list[PendingRequest]:
+    async def run_pending(workflow_id: Id, principal: Reader) -> list[PendingRequest]:
         """The calls waiting for a person, each with its `args_digest`."""
         return await runs.pending(workflow_id)
 
     @app.post("/v1/runs/{workflow_id:anypath}/decisions", tags=["runs"])
-    async def run_decision(workflow_id: Id, body: Decision) -> dict[str, Any]:
+    async def run_decision(workflow_id: Id, body: Decision, principal: Approver) -> dict[str, Any]:
         """Approve, reject, edit (approve with `args`) or reply; 404 for an unknown run or call,
         409 for a call already decided."""
         return await runs.decide(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/tool_results", tags=["runs"])
-    async def run_tool_result(workflow_id: Id, body: ToolResult) -> dict[str, Any]:
+    async def run_tool_result(
+        workflow_id: Id, body: ToolResult, principal: Starter
+    ) -> dict[str, Any]:
         """Answer a client tool call (`client_tools`) with its `result` or an `error`; 404 for
         an unknown run or call, 409 for a call already answered, 422 for a result that breaks
         the tool's `result_schema` (the `tool_result` update's validator says why)."""
         return await runs.tool_result(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/steer", tags=["runs"])
-    async def run_steer(workflow_id: Id, body: Steer) -> dict[str, Any]:
+    async def run_steer(workflow_id: Id, body: Steer, principal: Approver) -> dict[str, Any]:
         """A message the model reads at its next call."""
         return await runs.steer(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/cancel", status_code=202, tags=["runs"])
     async def run_cancel(
-        workflow_id: Id, body: Annotated[Cancel | None, Body()] = None
+        workflow_id: Id, principal: Starter, body: Annotated[Cancel | None, Body()] = None
     ) -> dict[str, Any]:
         """Cancel the run (it ends as cancelled)."""
         return await runs.cancel(workflow_id)
@@ -195,26 +215,28 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         "/v1/runs/{workflow_id:anypath}/events", tags=["runs"], response_class=EventSourceResponse
     )
     async def run_events(
-        workflow_id: Id, last_event_id: LastEventId = None, after: After = None
+        workflow_id: Id, principal: Reader, last_event_id: LastEventId = None, after: After = None
     ) -> EventSourceResponse:
         """The run's events (SSE); ends after `run_finished`."""
         return await events(workflow_id, last_event_id, after, end_at_finish=True)
 
     @app.get("/v1/runs/{workflow_id:anypath}", tags=["runs"])
-    async def run_status(workflow_id: Id) -> dict[str, Any]:
+    async def run_status(workflow_id: Id, principal: Reader) -> dict[str, Any]:
         """The status: execution status, phase, turn, usage, pending requests, recent steps."""
         return await runs.status(workflow_id)
 
     # -- sessions ----------------------------------------------------------------------------
 
     @app.post("/v1/sessions", status_code=201, response_model=Started, tags=["sessions"])
-    async def start_session(body: StartSession) -> Started:
+    async def start_session(body: StartSession, principal: Starter) -> Started:
         """Start a session with these settings (`SessionInput`), plus an optional `id`."""
         session_id, run_id = await sessions.start(body)
         return Started(workflow_id=session_id, run_id=run_id)
 
     @app.post("/v1/sessions/{session_id:anypath}/messages", tags=["sessions"])
-    async def session_message(session_id: Id, body: Message, wait: Wait = False) -> Response:
+    async def session_message(
+        session_id: Id, body: Message, principal: Starter, wait: Wait = False
+    ) -> Response:
         """Send a message (the session starts if new): 202 once taken, or with `?wait=true`
         200 with the turn's answer."""
         update = await sessions.send(session_id, body)
@@ -228,7 +250,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         response_class=EventSourceResponse,
     )
     async def session_events(
-        session_id: Id, last_event_id: LastEventId = None, after: After = None
+        session_id: Id, principal: Reader, last_event_id: LastEventId = None, after: After = None
     ) -> EventSourceResponse:
         """The session's events (SSE), turn after turn, until the session ends; a turn that runs
         as a child run (`turn_started` / `turn_moved` naming it) has its events in place, with
@@ -238,13 +260,13 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return session_event_stream(feeds, session_id, resume)
 
     @app.get("/v1/sessions/{session_id:anypath}", tags=["sessions"])
-    async def session_status(session_id: Id) -> SessionStatus:
+    async def session_status(session_id: Id, principal: Reader) -> SessionStatus:
         return await sessions.status(session_id)
 
     # -- AG-UI -------------------------------------------------------------------------------
 
     @app.post("/agui", tags=["ag-ui"])
-    async def agui_run(request: Request) -> Response:
+    async def agui_run(request: Request, principal: Starter) -> Response:
         """AG-UI: a `RunAgentInput` whose `threadId` is a session id; its last user message
         goes to that session (started if new, with the input's `tools` as client tools), or
         its tool messages answer the frontend tool calls the last AG-UI run ended with; the

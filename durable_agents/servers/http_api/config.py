@@ -1,9 +1,10 @@
-"""What `agent serve` is told, and the one rule about where it may listen.
+"""What `agent serve` is told.
 
-The bearer token comes from `AGENT_API_TOKEN` (never from the command line, where `ps` shows
-it); without one the server answers anyone who can reach it, so it refuses to bind beyond
-loopback. The token only ever lives here and in the auth guard: it is not part of any workflow
-input, history or log line.
+Who may call it is its `Authenticator` (`servers.auth`: the principals file, OIDC,
+`AGENT_API_TOKEN`, read from the environment settings, never from the command line, where `ps`
+shows it); without one the server answers anyone who can reach it, so it refuses to bind beyond
+loopback (`Authenticator.listen_refusal`). Tokens only ever live there and in the
+authentication middleware: they are not part of any workflow input, history or log line.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from durable_agents.runtime.event_stream import StreamReading
 
-TOKEN_ENV = "AGENT_API_TOKEN"
+if TYPE_CHECKING:
+    from durable_agents.servers.auth.authenticator import Authenticator
+
 CORS_ENV = "AGENT_API_CORS_ORIGINS"
 ALLOWED_HOSTS_ENV = "AGENT_API_ALLOWED_HOSTS"
 MAX_BODY_ENV = "AGENT_API_MAX_BODY_BYTES"
@@ -36,7 +40,9 @@ class ConfigError(ValueError):
 class ServeConfig:
     """How the HTTP API behaves (the Temporal connection is the CLI's `Target`)."""
 
-    token: str | None = field(default=None, repr=False)
+    authenticator: Authenticator | None = None
+    """Who may call it; None: no credentials (every request is the local admin, loopback
+    only)."""
     cors_origins: tuple[str, ...] = ()
     allowed_hosts: tuple[str, ...] = ()
     """`Host` names served besides loopback's (`servers.request_guards`): the bound address and
@@ -62,15 +68,19 @@ class ServeConfig:
         allowed_hosts: tuple[str, ...] = (),
         web_ui_url: str | None = None,
         stream_reading: str | None = None,
+        authenticator: Authenticator | None = None,
     ) -> ServeConfig:
         """The environment's settings, with the command line's on top."""
         environ = os.environ if env is None else env
-        token = environ.get(TOKEN_ENV) or None
-        if token is not None and len(token) < 16:
-            raise ConfigError(f"{TOKEN_ENV} is too short: use at least 16 characters")
         origins = cors_origins or tuple(
             o.strip() for o in environ.get(CORS_ENV, "").split(",") if o.strip()
         )
+        from durable_agents.servers.request_guards import checked_origins
+
+        try:
+            origins = tuple(sorted(checked_origins(origins, f"--cors-origin ({CORS_ENV})")))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         hosts = allowed_hosts + tuple(
             h.strip() for h in environ.get(ALLOWED_HOSTS_ENV, "").split(",") if h.strip()
         )
@@ -88,7 +98,7 @@ class ServeConfig:
                 f"not {reading!r}"
             )
         return cls(
-            token=token,
+            authenticator=authenticator,
             cors_origins=origins,
             allowed_hosts=hosts,
             max_body_bytes=limit,
@@ -108,13 +118,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
-
-
-def check_bind(host: str, config: ServeConfig) -> None:
-    """Refuse to listen beyond loopback without a token: anyone on the network could start
-    runs and approve their calls."""
-    if config.token is None and not is_loopback(host):
-        raise ConfigError(
-            f"refusing to listen on {host} without a token: set {TOKEN_ENV} (every request "
-            "must then carry `Authorization: Bearer <token>`), or listen on 127.0.0.1"
-        )

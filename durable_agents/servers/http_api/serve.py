@@ -2,7 +2,8 @@
 
 It connects to Temporal as every `agent` command does (`--address`, `--namespace`, the
 environment, the profile), then serves `app.create_app` with uvicorn until Ctrl-C. Without
-`AGENT_API_TOKEN` it listens on loopback only. The heavy imports (FastAPI, uvicorn) happen when
+credentials (`AGENT_PRINCIPALS_FILE`, `AGENT_OIDC_ISSUER`, `AGENT_API_TOKEN`: `servers.auth`)
+it listens on loopback only. The heavy imports (FastAPI, uvicorn) happen when
 the command runs, so the rest of the `agent` CLI starts as fast as before.
 """
 
@@ -82,10 +83,12 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from durable_agents.client.connection import connect
     from durable_agents.errors import InvalidInput
+    from durable_agents.servers.auth.authenticator import server_authenticator
     from durable_agents.servers.http_api.app import create_app
-    from durable_agents.servers.http_api.config import ConfigError, ServeConfig, check_bind
+    from durable_agents.servers.http_api.config import ConfigError, ServeConfig
 
     target = ctx.target
+    authenticator = server_authenticator(target.settings, args.host)
     try:
         config = ServeConfig.from_env(
             namespace=target.namespace,
@@ -94,8 +97,8 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
             allowed_hosts=(args.host, *(args.allowed_host or ())),
             web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
             stream_reading=args.stream_read,
+            authenticator=authenticator,
         )
-        check_bind(args.host, config)
     except ConfigError as error:
         raise InvalidInput(str(error)) from None
     client = await connect(target)
@@ -110,7 +113,7 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
     )
-    auth = "bearer token required" if config.token else "no token: loopback only"
+    auth = authenticator.describe()
     web_ui = config.web_ui_url or "none (--web-ui URL)"
     print(
         f"agent serve: http://{args.host}:{args.port}/ (console), /v1 (API), /agui (AG-UI), "
