@@ -99,6 +99,11 @@ class DigestMismatch(DecisionRefused):
     person looked): nothing was approved."""
 
 
+class StarterCannotApprove(DecisionRefused):
+    """The two-person rule: the principal who started the run cannot approve this call (its
+    approval policy says `distinct_from_starter`); the call keeps waiting for someone else."""
+
+
 class MessageRefused(AgentError):
     """A session refused a message (it has ended, too many wait), or a run or session a
     steering message (no turn is running, the text is empty); nothing entered its history."""

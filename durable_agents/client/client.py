@@ -14,6 +14,7 @@ external storage kept): an application's own `Client.connect(...)` works as it i
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import explain_rpc
+from durable_agents.client.connection import TENANT_MEMO, explain_rpc
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, started_by
 from durable_agents.client.run_input import run_input
 from durable_agents.client.session_handle import SessionHandle
@@ -32,6 +33,7 @@ from durable_agents.client.workflow_calls import (
     run_details,
     run_summary,
 )
+from durable_agents.contracts.principals import DecisionMaker, Principal
 from durable_agents.errors import InvalidInput, RunAlreadyStarted
 from durable_agents.runtime.temporal_client import engine_client
 from durable_agents.tools.agents import AgentProfiles
@@ -49,7 +51,11 @@ class AgentClient:
       reached through it (`NotStartedHere`);
     - `profiles`: the agent profiles `start` may name (the worker's catalog's);
     - `payload_store`: the worker stores large payloads outside history, so inputs may be
-      larger than the history's limits allow (`contracts.payload_limits`)."""
+      larger than the history's limits allow (`contracts.payload_limits`);
+    - `principal`: who asks (a server's authenticated caller, `as_principal`): runs and
+      sessions start in its tenant, started by it (`AgentSettings.tenant`, `starter`); only
+      its tenant's are reached (another tenant's is `RunNotFound`, as a missing one; an admin
+      reaches every tenant's); its decisions are signed by it (`HumanDecision.maker`)."""
 
     def __init__(
         self,
@@ -60,6 +66,7 @@ class AgentClient:
         profiles: AgentProfiles | None = None,
         payload_store: bool = False,
         only_own: bool = True,
+        principal: Principal | None = None,
     ) -> None:
         self.client = engine_client(client)
         self.task_queue = task_queue
@@ -68,6 +75,48 @@ class AgentClient:
         """Whose runs this client may reach (None: any in the namespace)."""
         self.profiles = profiles if profiles is not None else AgentProfiles()
         self.payload_store = payload_store
+        self.principal = principal
+        self.tenant = principal.tenant if principal and not principal.may("admin") else None
+        """The only tenant this client reaches (None: every tenant's runs)."""
+        self.maker = (
+            DecisionMaker(name=principal.name, tenant=principal.tenant, self_declared=False)
+            if principal is not None
+            else None
+        )
+
+    def as_principal(self, principal: Principal | None) -> AgentClient:
+        """This client as `principal` sees it (None: as it is); cheap, for one request."""
+        if principal is None:
+            return self
+        agents = copy.copy(self)
+        AgentClient.__init__(
+            agents,
+            self.client,
+            task_queue=self.task_queue,
+            via=self.via,
+            profiles=self.profiles,
+            payload_store=self.payload_store,
+            only_own=self.owner is not None,
+            principal=principal,
+        )
+        return agents
+
+    def stamped(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """A run's or a session's input in the principal's tenant, started by it: a
+        non-admin naming another tenant is `InvalidInput` (an admin may name any)."""
+        stamped = dict(payload)
+        if self.principal is None:
+            return stamped
+        asked = stamped.get("tenant")
+        if asked is not None and asked != self.principal.tenant and self.tenant is not None:
+            raise InvalidInput(
+                f"tenant: {self.principal.name!r} may start runs only in its tenant "
+                f"{self.principal.tenant!r}",
+                field="tenant",
+            )
+        stamped["tenant"] = asked or self.principal.tenant
+        stamped["starter"] = self.principal.name
+        return stamped
 
     def __repr__(self) -> str:
         return f"AgentClient(namespace={self.client.namespace!r}, via={self.via!r})"
@@ -130,9 +179,10 @@ class AgentClient:
         """Start a run with a workflow input already made (`workflow_input`, an HTTP body);
         `memo`: more entries for the run's memo (the A2A gateway records its task's context)."""
         workflow_id = id or f"{self.via or 'agent'}-{uuid.uuid4().hex[:10]}"
+        payload = self.stamped(payload)
         run_id = await self._start(
             WORKFLOW_TYPE,
-            dict(payload),
+            payload,
             workflow_id,
             task_queue,
             "run",
@@ -140,12 +190,21 @@ class AgentClient:
             static_details=run_details(payload, by, self.started_by),
             memo=memo,
         )
-        return RunHandle(self.client, workflow_id, run_id=run_id, owner=self.owner)
+        return RunHandle(
+            self.client,
+            workflow_id,
+            run_id=run_id,
+            owner=self.owner,
+            tenant=self.tenant,
+            maker=self.maker,
+        )
 
     def run(self, workflow_id: str) -> RunHandle:
         """A handle on the run `workflow_id` (nothing is asked of the server yet: a run that
         does not exist is `RunNotFound` at the first call)."""
-        return RunHandle(self.client, workflow_id, owner=self.owner)
+        return RunHandle(
+            self.client, workflow_id, owner=self.owner, tenant=self.tenant, maker=self.maker
+        )
 
     async def open_run(self, workflow_id: str) -> RunHandle:
         """The run `workflow_id`, checked now: `RunNotFound`, `NotStartedHere`."""
@@ -161,6 +220,9 @@ class AgentClient:
             task_queue=task_queue or self.task_queue,
             via=self.via,
             owner=self.owner,
+            tenant=self.tenant,
+            maker=self.maker,
+            start_input=self.stamped({}),
         )
 
     async def start_session(
@@ -174,10 +236,20 @@ class AgentClient:
         turns inline or as child runs) before its first message. `RunAlreadyStarted` when a
         session with that id runs."""
         session_id = id or f"session-{uuid.uuid4().hex[:10]}"
-        run_id = await self._start(SESSION_TYPE, dict(settings), session_id, task_queue, "session")
+        run_id = await self._start(
+            SESSION_TYPE, self.stamped(settings), session_id, task_queue, "session"
+        )
         session = self.session(session_id, task_queue=self._queue(task_queue))
         session.run_id = run_id
         return session
+
+    def memo(self, tenant: str | None) -> dict[str, str]:
+        """What a run or a session this client starts records in its memo: the server that
+        started it (`started_via`) and its tenant (`stamped`)."""
+        memo = {STARTED_VIA: self.via} if self.via else {}
+        if tenant is not None:
+            memo[TENANT_MEMO] = tenant
+        return memo
 
     async def _start(
         self,
@@ -198,7 +270,7 @@ class AgentClient:
                 workflow_input,
                 id=workflow_id,
                 task_queue=self._queue(task_queue),
-                memo={**(memo or {}), **({STARTED_VIA: self.via} if self.via else {})} or None,
+                memo={**(memo or {}), **self.memo(workflow_input.get("tenant"))} or None,
                 static_summary=static_summary,
                 static_details=static_details,
             )

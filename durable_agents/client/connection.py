@@ -17,7 +17,7 @@ from contextlib import AsyncExitStack
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from temporalio.client import (
     Client,
@@ -29,6 +29,7 @@ from temporalio.converter import ExternalStorage
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.principals import DEFAULT_TENANT
 from durable_agents.errors import AgentError, RunEnded, RunNotFound, TemporalError
 from durable_agents.runtime.payload_store import external_storage
 from durable_agents.runtime.settings import EnvironmentSettings
@@ -39,6 +40,7 @@ from durable_agents.runtime.temporal_client import (
     load_connection,
     payload_store_of,
 )
+from durable_agents.workflows.search_attributes import AGENT_TENANT
 
 WorkflowRun = WorkflowHandle[Any, AgentResult]
 """A temporalio handle on an `AgentWorkflow` run whose result decodes as `AgentResult` (what
@@ -190,6 +192,32 @@ def explain_rpc(error: RPCError, workflow_id: str | None = None, doing: str = ""
     if error.status == RPCStatusCode.DEADLINE_EXCEEDED:
         return TemporalError(f"{prefix}no answer in time ({message})")
     return TemporalError(f"{prefix}{message}", workflow_id=workflow_id)
+
+
+TENANT_MEMO: Final = "tenant"
+"""The memo key `AgentClient` records a run's or a session's tenant under at its start (read
+until the run's first workflow task upserts `AgentTenant`, and where that search attribute is
+not registered)."""
+
+
+def not_found(workflow_id: str) -> RunNotFound:
+    """`RunNotFound` for `workflow_id`, word for word as the Temporal server's answer about a
+    workflow that does not exist (`explain_rpc`): what another tenant's run answers."""
+    return RunNotFound(
+        f"no run with workflow id {workflow_id!r} (workflow not found for ID: {workflow_id})",
+        workflow_id=workflow_id,
+    )
+
+
+async def run_tenant(description: WorkflowExecutionDescription) -> str:
+    """The tenant of a described run or session: its `AgentTenant` search attribute, else the
+    tenant its starter recorded in its memo, else the default tenant (a run started without
+    one, by the Temporal CLI, before its first workflow task)."""
+    tenant = description.typed_search_attributes.get(AGENT_TENANT)
+    if tenant:
+        return tenant
+    recorded = (await description.memo()).get(TENANT_MEMO)
+    return recorded if isinstance(recorded, str) and recorded else DEFAULT_TENANT
 
 
 async def describe(

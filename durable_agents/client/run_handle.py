@@ -31,6 +31,8 @@ from durable_agents.client.connection import (
     WorkflowRun,
     explain_rpc,
     is_running,
+    not_found,
+    run_tenant,
     status_name,
 )
 from durable_agents.client.outcome import RunOutcome, await_outcome
@@ -52,6 +54,7 @@ from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import ALL_PENDING, HumanDecision, PendingRequest
 from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
 from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
+from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import (
     DecisionRefused,
@@ -60,6 +63,7 @@ from durable_agents.errors import (
     NoWorker,
     RunEnded,
     RunFailedError,
+    RunNotFound,
 )
 from durable_agents.runtime.event_stream import follow_events, read_events, stream_end
 
@@ -118,12 +122,21 @@ class RunHandle:
         *,
         run_id: str | None = None,
         owner: str | None = None,
+        tenant: str | None = None,
+        maker: DecisionMaker | None = None,
     ) -> None:
         self.client = client
         self.id = workflow_id
         self.run_id = run_id
         """The run this handle was started as (None when it was opened by id)."""
         self.owner = owner
+        self.tenant = tenant
+        """The only tenant whose run this handle reaches (None: any): another tenant's run is
+        `RunNotFound`, word for word as a missing one, so its existence does not leak."""
+        self.maker = maker
+        """Who this handle's decisions are signed by (a server's principal): their `by` is
+        its name, whatever the caller passed."""
+        self._tenant_checked = False
         self.digest_name = DIGEST_FIELD
         """What the interface calls the digest, in the words of a `DigestMismatch` (the CLI:
         `--digest`)."""
@@ -145,6 +158,9 @@ class RunHandle:
             description = await self.workflow.describe()
         except RPCError as error:
             raise explain_rpc(error, self.id) from None
+        if self.tenant is not None and await run_tenant(description) != self.tenant:
+            raise not_found(self.id)
+        self._tenant_checked = True
         if self.owner is not None and (await description.memo()).get(STARTED_VIA) != self.owner:
             raise NotStartedHere(
                 f"{self.id!r} was not started through {started_by(self.owner)}; only runs and "
@@ -262,6 +278,10 @@ class RunHandle:
         """Where the event stream ends now: the offset its next event will have (0 for a
         workflow that does not exist yet, such as a session its first message will start)."""
         try:
+            await self._in_tenant()
+        except RunNotFound:
+            return 0
+        try:
             return await stream_end(self.client, self.id)
         except RPCError as error:
             if error.status == RPCStatusCode.NOT_FOUND:
@@ -271,10 +291,31 @@ class RunHandle:
     async def read_events(self, *, after: int | None = None) -> tuple[list[AgentEvent], int]:
         """The events retained now after `after`, and the offset to read from next (a query:
         nothing is recorded in the run's history)."""
+        await self._in_tenant()
         try:
             return await read_events(self.client, self.id, after=after)
         except RPCError as error:
             raise explain_rpc(error, self.id, "reading the events") from None
+
+    async def _in_tenant(self) -> None:
+        """`RunNotFound` when the run is another tenant's (checked once per handle; nothing to
+        check without a tenant, or for a workflow that does not exist yet)."""
+        if self.tenant is None or self._tenant_checked:
+            return
+        try:
+            description = await self.workflow.describe()
+        except RPCError:
+            return  # missing (or unreachable): the call itself says so
+        if await run_tenant(description) != self.tenant:
+            raise not_found(self.id)
+        self._tenant_checked = True
+
+    def signed(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """`payload` signed by this handle's `maker`: its name as `by` and the maker itself,
+        which the workflow records (`HumanDecision.maker`)."""
+        if self.maker is None:
+            return payload
+        return {**payload, "by": self.maker.name, "maker": self.maker.model_dump(mode="json")}
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -306,7 +347,7 @@ class RunHandle:
     ) -> HumanDecision:
         task_queue = await self.task_queue_if_running(decision)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
-        payload |= {k: v for k, v in extra.items() if v is not None}
+        payload = self.signed(payload | {k: v for k, v in extra.items() if v is not None})
         if digest is not None:
             payload["args_digest"] = await full_digest(
                 self.workflow, task_queue, call_id, digest, self.digest_name
@@ -332,6 +373,7 @@ class RunHandle:
         if targets:
             extra = {"by": by, "comment": comment, "reason": reason}
             payload = {"call_id": ALL_PENDING, **{k: v for k, v in extra.items() if v is not None}}
+            payload = self.signed(payload)
             await signal(self.workflow, decision, payload, f"cannot {decision} '*'")
             self._answered.update(r.call_id for r in targets)
         return targets
@@ -360,7 +402,7 @@ class RunHandle:
                 call_id=call_id,
                 workflow_id=self.id,
             )
-        payload = {"call_id": call_id, "text": text, **({"by": by} if by else {})}
+        payload = self.signed({"call_id": call_id, "text": text, **({"by": by} if by else {})})
         await signal(self.workflow, "reply", payload, f"cannot reply to {call_id!r}")
         self._answered.add(call_id)
         return target
@@ -381,6 +423,8 @@ class RunHandle:
         if result is not UNSET:
             payload["result"] = result
         payload |= {k: v for k, v in {"error": error, "by": by}.items() if v is not None}
+        if self.maker is not None:
+            payload["by"] = self.maker.name
         recorded = await answer_call(
             self.workflow, task_queue, payload, verb="answer", update=CLIENT_TOOL_RESULT_UPDATE
         )
@@ -398,7 +442,7 @@ class RunHandle:
         if not text.strip():
             raise InvalidInput("the steering text is empty", field="text")
         task_queue = await self.task_queue_if_running("steer")
-        payload = {"text": text, **({"by": by} if by else {})}
+        payload = self.signed({"text": text, **({"by": by} if by else {})})
         queued = await steer_run(self.workflow, task_queue, payload)
         if isinstance(queued, str):  # a session forwarded it to its running turn
             return Steered(queued, None)

@@ -12,20 +12,20 @@ What waits for a person in the running turn is answered through the session as t
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from temporalio.client import Client, WorkflowUpdateHandle
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import QUERY_TIMEOUT, explain_rpc
+from durable_agents.client.connection import QUERY_TIMEOUT, TENANT_MEMO, explain_rpc
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, Steered
 from durable_agents.client.workflow_calls import send_message, signal
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import SESSION_TERMINAL_EVENT_TYPES, AgentEvent
+from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.contracts.session import SessionStatus, TurnResult
-from durable_agents.errors import InvalidInput, RunNotFound
+from durable_agents.errors import InvalidInput
 
 
 class SessionHandle:
@@ -41,6 +41,9 @@ class SessionHandle:
         task_queue: str | None,
         via: str | None = None,
         owner: str | None = None,
+        tenant: str | None = None,
+        maker: DecisionMaker | None = None,
+        start_input: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.id = session_id
@@ -48,8 +51,10 @@ class SessionHandle:
         self.via = via
         self.run_id: str | None = None
         """The first run's id, when `AgentClient.start_session` started it."""
-        self._calls = RunHandle(client, session_id, owner=owner)
+        self._calls = RunHandle(client, session_id, owner=owner, tenant=tenant, maker=maker)
         """The session's own workflow, for what waits in its running turn."""
+        self.start_input = dict(start_input or {})
+        """The `SessionInput` its first message starts it with (its tenant and starter)."""
 
     def __repr__(self) -> str:
         return f"SessionHandle({self.id!r})"
@@ -64,11 +69,25 @@ class SessionHandle:
             raise InvalidInput(
                 "task_queue: name the task queue the session runs on", field="task_queue"
             )
-        if self._calls.owner is not None:
-            with contextlib.suppress(RunNotFound):  # (none yet: it starts with the message)
-                await self._calls.describe()  # an existing session must be ours
-        memo = {STARTED_VIA: self.via} if self.via is not None else None
-        return await send_message(self.client, self.id, self.task_queue, text, by, memo)
+        if self._calls.owner is not None or self._calls.tenant is not None:
+            await self._check_ours()
+        memo = {STARTED_VIA: self.via} if self.via is not None else {}
+        if "tenant" in self.start_input:
+            memo[TENANT_MEMO] = self.start_input["tenant"]
+        if self._calls.maker is not None:
+            by = self._calls.maker.name
+        return await send_message(
+            self.client, self.id, self.task_queue, text, by, memo or None, self.start_input
+        )
+
+    async def _check_ours(self) -> None:
+        """An existing session must be ours (this server's, this tenant's: `RunNotFound` as a
+        missing one when it is another tenant's); none yet: it starts with the message."""
+        try:
+            await self._calls.workflow.describe()
+        except RPCError:
+            return  # (none yet, or the send names why)
+        await self._calls.describe()
 
     async def send(self, text: str, *, by: str | None = None) -> TurnResult:
         """Send a message and wait for its turn's answer (its `error` says when it failed)."""

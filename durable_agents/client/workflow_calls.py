@@ -44,7 +44,9 @@ from durable_agents.errors import (
     DigestMismatch,
     MessageRefused,
     NoWorker,
+    StarterCannotApprove,
 )
+from durable_agents.loop.approvals import TWO_PERSON_RULE
 from durable_agents.loop.summaries import first_line
 from durable_agents.runtime.event_stream import read_handle_events
 
@@ -191,6 +193,8 @@ async def refusal(
         if await was_answered(handle, call_id, answered_types):
             return AlreadyDecided(message, **facts)
         return CallNotFound(message, **facts)
+    if reason.startswith(TWO_PERSON_RULE):
+        return StarterCannotApprove(message, **facts)
     if "args_digest" in reason:
         return DigestMismatch(message, **facts)
     return DecisionRefused(message, **facts)
@@ -335,13 +339,14 @@ async def send_message(
     text: str,
     by: str | None,
     memo: Mapping[str, Any] | None = None,
+    session_input: Mapping[str, Any] | None = None,
 ) -> WorkflowUpdateHandle[TurnResult]:
     """Send one message to a session with update-with-start, starting it if needed (with
-    `memo`, when it starts: what started it); returns once it is accepted. A refusal is
-    `MessageRefused`."""
+    `memo`, when it starts: what started it, and `session_input`: its tenant and starter);
+    returns once it is accepted. A refusal is `MessageRefused`."""
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         SESSION_TYPE,
-        {},
+        dict(session_input or {}),
         id=session_id,
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
