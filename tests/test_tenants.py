@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -54,7 +55,7 @@ class Tenants:
     def agents(self, principal: Principal | None = None) -> AgentClient:
         return AgentClient(self.client, task_queue=self.queue, principal=principal)
 
-    async def waiting_run(self, principal: Principal, **settings: object) -> RunHandle:
+    async def waiting_run(self, principal: Principal, **settings: Any) -> RunHandle:
         """A run `principal` starts that waits for the approval of `write_file` call w1."""
         self.model.enqueue(sm.tool_calls(sm.call("write_file", WRITE, id="w1")), sm.text("ok"))
         run = await self.agents(principal).start(
