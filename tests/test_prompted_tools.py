@@ -144,7 +144,12 @@ async def test_native_stays_the_default(server: FakeOpenAIServer) -> None:
     )
     model = chat_model_for(settings)
     assert isinstance(model, OpenAIChatModel) and model.tool_calling == "native"
-    written = '```json\n{"name": "calculator", "arguments": {"expression": "6*7"}}\n```'
+    # (A reply that is nothing but calls of offered tools is read as calls in native mode too:
+    # tests/test_real_quirks.py. Text around a block keeps it text.)
+    written = (
+        'You could call it so:\n```json\n{"name": "calculator", "arguments": '
+        '{"expression": "6*7"}}\n```\nbut 6*7 is 42.'
+    )
     server.enqueue(written)
 
     reply = await model.complete(ModelRequest(messages=PROMPT, tools=TOOLS))

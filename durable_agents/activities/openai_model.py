@@ -25,12 +25,14 @@ from durable_agents.activities.model_progress import watch_progress
 from durable_agents.activities.prompted_tools import (
     ToolCalling,
     prompted_messages,
+    with_calls_written_as_text,
     with_prompted_calls,
 )
 from durable_agents.activities.provider_fields import provider_fields
 from durable_agents.activities.streaming import (
     StreamAssembler,
     StreamIncomplete,
+    arguments_text,
     estimate_usage,
     reasoning_of,
     usage_from,
@@ -96,7 +98,7 @@ def reply_from_completion(
         ToolCall(
             id=call.id or "",
             name=call.function.name or "",
-            arguments=call.function.arguments or "",
+            arguments=arguments_text(call.function.arguments),
             provider_fields=provider_fields(call) or None,
         )
         for call in (message.tool_calls or [])
@@ -189,6 +191,8 @@ class OpenAIChatModel:
         reply = await self._complete(request)
         if self.prompts_tools(request):
             return with_prompted_calls(reply)
+        if request.tools and request.tool_choice != "none":
+            return with_calls_written_as_text(reply, {tool.name for tool in request.tools})
         return reply
 
     def prompts_tools(self, request: ModelRequest) -> bool:

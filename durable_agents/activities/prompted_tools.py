@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from durable_agents.contracts.messages import ChatMessage, ToolCall
@@ -144,4 +144,25 @@ def with_prompted_calls(reply: ModelReply) -> ModelReply:
     finish = "tool_calls" if reply.finish_reason in (None, "stop") else reply.finish_reason
     return reply.model_copy(
         update={"content": text, "tool_calls": [*reply.tool_calls, *calls], "finish_reason": finish}
+    )
+
+
+def with_calls_written_as_text(reply: ModelReply, offered: Collection[str]) -> ModelReply:
+    """Native tool calling, for a reply whose whole text is tool calls the server did not read:
+    `reply` with those calls as its tool calls and no text.
+
+    A small model served with a template that asks for fenced JSON blocks (`make real-model`)
+    now and then writes the call as bare JSON, which the server's tool-call parser leaves in
+    `content`. Taken as calls only when nothing else is in the text (one bare
+    `{"name", "arguments"}` object, or only call blocks) and every call names an offered tool:
+    any other text, a JSON answer included, stays the answer."""
+    if reply.tool_calls or not reply.content:
+        return reply
+    text, calls = read_prompted_calls(reply.content)
+    if not calls and (bare := parse_call(reply.content)) is not None:
+        text, calls = None, [bare]
+    if not calls or text or any(call.name not in offered for call in calls):
+        return reply
+    return reply.model_copy(
+        update={"content": None, "tool_calls": calls, "finish_reason": "tool_calls"}
     )

@@ -21,6 +21,7 @@ event stream, `activities.model_progress.text_listener`, when the assembler is m
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,19 @@ REASONING_KEYS: tuple[ReasoningKey, ...] = ("reasoning_content", "reasoning")
 
 class StreamIncomplete(Exception):
     """The stream ended before the reply did (no chunk finished the choice)."""
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's `arguments` as the JSON text the API specifies. Some servers send the
+    arguments as a JSON object (or array) instead of a string holding one: it is written back
+    as JSON text, so the call runs with those arguments instead of failing the reply. Nothing
+    (`None`) is the empty string; any other value is kept as its JSON text, for the tool's
+    argument check to refuse with a message the model can read."""
+    if isinstance(arguments, str):
+        return arguments
+    if arguments is None:
+        return ""
+    return json.dumps(arguments, ensure_ascii=False)
 
 
 def reasoning_of(fields: Any) -> tuple[ReasoningKey, str] | None:
@@ -124,8 +138,8 @@ class _CallParts:
         name = getattr(function, "name", None)
         if isinstance(name, str) and name and name != self.name:
             self.name = name if not self.name else self.name + name
-        arguments = getattr(function, "arguments", None)
-        if isinstance(arguments, str) and arguments:
+        arguments = arguments_text(getattr(function, "arguments", None))
+        if arguments:
             self.arguments.append(arguments)
 
 
