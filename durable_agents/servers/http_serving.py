@@ -1,11 +1,11 @@
-"""Serving a gateway's ASGI app on 127.0.0.1 with uvicorn, for `agent mcp --http` and `agent a2a`.
+"""Serving a gateway's ASGI app with uvicorn, for `agent mcp --http` and `agent a2a`.
 
-Loopback only: the gateways have no authentication of their own (a client that reaches the port
-can start runs and approve their calls), so they are not offered beyond the machine. For the
-same reason web pages must not reach them through the user's browser: every request passes
-`servers.request_guards.RequestGuard` first (421 to a `Host` not served, 403 to another web
-origin, 415 to a POST that is not JSON), with the names and origins of `--allowed-host` and
-`--allowed-origin`."""
+Every request is authenticated (`servers.auth`: the principals file, OIDC, `AGENT_API_TOKEN`);
+with none of them configured a gateway is open to whoever reaches it, so it listens on loopback
+only (`--host` beyond it is refused before binding). Web pages must not reach a gateway through
+the user's browser: every request passes `servers.request_guards.RequestGuard` first (421 to a
+`Host` not served, 403 to another web origin, 415 to a POST that is not JSON), with the names
+and origins of `--allowed-host` and `--allowed-origin`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from durable_agents.client.connection import Target
 from durable_agents.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from durable_agents.servers.request_guards import RequestGuard
+    from durable_agents.servers.auth.authenticator import Authenticator
 
 HOST = "127.0.0.1"
 SHUTDOWN_GRACE_SECONDS = 5
@@ -48,7 +48,14 @@ def add_port_option(parser: argparse.ArgumentParser, default: int, help: str) ->
 
 
 def add_guard_options(parser: argparse.ArgumentParser) -> None:
-    """`--allowed-host NAME` and `--allowed-origin ORIGIN` (`RequestGuard`)."""
+    """`--host ADDRESS`, `--allowed-host NAME` and `--allowed-origin ORIGIN` (`RequestGuard`)."""
+    parser.add_argument(
+        "--host",
+        default=HOST,
+        metavar="ADDRESS",
+        help=f"the address to listen on (default {HOST}); beyond loopback only with "
+        "credentials: AGENT_PRINCIPALS_FILE or AGENT_OIDC_ISSUER",
+    )
     parser.add_argument(
         "--allowed-host",
         action="append",
@@ -67,48 +74,59 @@ def add_guard_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def guarded(app: Any, args: argparse.Namespace) -> RequestGuard:
-    """`app` behind the browser guard, with the command line's host names and origins, and
-    the body limits (size, then JSON nesting). Imported here: the guards are Starlette's, which
-    only the commands that serve install (their extras)."""
+def guarded(
+    app: Any, args: argparse.Namespace, authenticator: Authenticator, public: tuple[str, ...] = ()
+) -> Any:
+    """`app` behind the guards every server has, outermost first: the security headers, the
+    browser guard (the command line's host names and origins), the body size limit, who is
+    calling (`servers.auth`; `public` paths pass without a principal), then the JSON nesting
+    limit. Imported here: the guards are Starlette's, which only the commands that serve
+    install (their extras)."""
+    from durable_agents.servers.auth.middleware import Authentication
     from durable_agents.servers.request_guards import (
         BodyLimit,
         GuardSettings,
         NestingLimit,
         RequestGuard,
+        SecurityHeaders,
         allowed_host_names,
+        checked_origins,
     )
 
-    settings = GuardSettings(
-        allowed_host_names(HOST, args.allowed_host), frozenset(args.allowed_origin)
-    )
-    return RequestGuard(BodyLimit(NestingLimit(app), MAX_BODY_BYTES), settings)
+    try:
+        origins = checked_origins(args.allowed_origin, "--allowed-origin")
+    except ValueError as error:
+        raise InvalidInput(str(error), field="allowed_origin") from None
+    settings = GuardSettings(allowed_host_names(args.host, args.allowed_host), origins)
+    authenticated = Authentication(NestingLimit(app), authenticator, public_paths=public)
+    return SecurityHeaders(RequestGuard(BodyLimit(authenticated, MAX_BODY_BYTES), settings))
 
 
-def check_port(port: int) -> None:
+def check_port(port: int, host: str = HOST) -> None:
     """A clear error now, instead of uvicorn's exit later, when `port` is taken."""
     if not 0 < port < 65536:
         raise InvalidInput(f"--port: {port} is not a TCP port (1-65535)", field="port")
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((HOST, port))
+            probe.bind((host, port))
         except OSError as error:
             why = "in use" if error.errno == errno.EADDRINUSE else error.strerror
             raise InvalidInput(
-                f"--port: cannot listen on {HOST}:{port} ({why})", field="port"
+                f"--port: cannot listen on {host}:{port} ({why})", field="port"
             ) from None
 
 
-async def serve(app: Any, port: int, announce: str) -> None:
+async def serve(app: Any, port: int, announce: str, host: str = HOST) -> None:
     """Serve `app` until Ctrl-C; `announce` (what is where) goes to stderr once listening."""
     import uvicorn  # only for the commands that serve
 
-    check_port(port)
+    check_port(port, host)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
-            host=HOST,
+            host=host,
             port=port,
             log_level="warning",
             timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,

@@ -12,20 +12,18 @@ of `agent a2a`, or a second gateway on the same namespace, loses no task.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 
 from a2a.helpers.proto_helpers import get_message_text
-from a2a.server.context import ServerCallContext
-from a2a.server.events import Event
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.types.a2a_pb2 import Message, SendMessageRequest, Task
+from a2a.types.a2a_pb2 import SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf import json_format
 from starlette.applications import Starlette
 
 from durable_agents.client.run_input import run_input
 from durable_agents.errors import InvalidInput
+from durable_agents.servers.a2a_gateway.access import PrincipalContextBuilder, RoleCheckedHandler
 from durable_agents.servers.a2a_gateway.answers import MAX_ANSWER_CHARS, whole_numbers
 from durable_agents.servers.a2a_gateway.card import agent_card
 from durable_agents.servers.a2a_gateway.executor import RunExecutor
@@ -35,8 +33,9 @@ from durable_agents.servers.run_control import RunControl
 RPC_PATH = "/"
 
 
-class CheckedRequestHandler(DefaultRequestHandler):
-    """The SDK's handler, refusing a bad message before it makes a task."""
+class CheckedRequestHandler(RoleCheckedHandler):
+    """The SDK's handler, checking the caller's role (`access`), then refusing a bad message
+    before it makes a task."""
 
     def __init__(self, control: RunControl, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -68,19 +67,6 @@ class CheckedRequestHandler(DefaultRequestHandler):
         except InvalidInput as error:
             raise InvalidParamsError(message=str(error)) from None
 
-    async def on_message_send(
-        self, params: SendMessageRequest, context: ServerCallContext
-    ) -> Message | Task:
-        self.check(params)
-        return await super().on_message_send(params, context)
-
-    async def on_message_send_stream(
-        self, params: SendMessageRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event, None]:
-        self.check(params)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
-
 
 def build_app(control: RunControl, url: str) -> Starlette:
     """The gateway at `url` (its card names it)."""
@@ -91,7 +77,10 @@ def build_app(control: RunControl, url: str) -> Starlette:
         task_store=RunTaskStore(control),
         agent_card=card,
     )
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, RPC_PATH)]
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, RPC_PATH, context_builder=PrincipalContextBuilder()),
+    ]
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

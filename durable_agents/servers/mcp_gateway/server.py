@@ -26,10 +26,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from durable_agents.client.run_input import DEFAULT_AGENT, DEFAULT_AGENT_DESCRIPTION, run_input
+from durable_agents.contracts.principals import Principal, Role
 from durable_agents.contracts.session import TurnResult
 from durable_agents.contracts.workflow_ids import SafeId
 from durable_agents.errors import AgentError
 from durable_agents.loop.validation_errors import describe_validation_error
+from durable_agents.servers.auth.middleware import RoleMissing, principal_of, require_role
 from durable_agents.servers.mcp_gateway.replies import AgentReply, DecisionReply, PendingCall
 from durable_agents.servers.run_control import Answer, NoteCallback, Paused, RunControl
 
@@ -40,6 +42,15 @@ WorkflowId = Annotated[SafeId, Field(description="The run's (or session's) workf
 Prompt = Annotated[
     str, Field(min_length=1, max_length=200_000, description="What the agent is asked to do.")
 ]
+
+
+def caller(ctx: Context[Any, Any], role: Role) -> Principal:
+    """Who calls the tool (over HTTP: the request's principal, `servers.auth`; over stdio: the
+    local user, `LOCAL_PRINCIPAL`), holding `role`: else a tool error naming the role."""
+    try:
+        return require_role(principal_of(ctx.request_context.request), role)
+    except RoleMissing as error:
+        raise ToolError(str(error)) from None
 
 
 def _progress(ctx: Context[Any, Any]) -> NoteCallback:
@@ -90,6 +101,7 @@ class McpGateway:
     ) -> AgentReply:
         """Run a durable agent (a Temporal workflow) on a task. Returns its answer; or, when it
         waits for a person (an approval, a question), what waits: answer it with `decide`."""
+        caller(ctx, "start")
         payload = _checked(lambda: run_input(prompt, agent, options, self.control.profiles))
         handle = await _call(self.control.start(payload, workflow_id=workflow_id))
         if not wait:
@@ -103,6 +115,7 @@ class McpGateway:
         wait: Annotated[bool, Field(description="Wait while it runs.")] = True,
     ) -> AgentReply:
         """A run's answer (waiting for it, or for it to need a person), or its state now."""
+        caller(ctx, "read")
         if not wait:
             outcome = await _call(self.control.outcome(workflow_id, wait=False))
             if outcome is not None:
@@ -128,12 +141,14 @@ class McpGateway:
     ) -> AgentReply:
         """Send a message to an agent session and wait for its turn's answer (or for the turn
         to wait for a person: answer with `decide` and the session id)."""
+        caller(ctx, "start")
         update = await _call(self.control.send(session_id, text, by or DEFAULT_BY))
         self._turns[session_id] = update.id
         return await self._follow_turn(session_id, update.result(), ctx)
 
-    async def pending(self, workflow_id: WorkflowId) -> list[PendingCall]:
+    async def pending(self, workflow_id: WorkflowId, ctx: Context[Any, Any]) -> list[PendingCall]:
         """The calls waiting for a person in a run or session started here."""
+        caller(ctx, "read")
         return [PendingCall.of(p) for p in await _call(self.control.pending(workflow_id))]
 
     async def decide(
@@ -159,6 +174,7 @@ class McpGateway:
     ) -> DecisionReply:
         """Answer a call that waits for a person: approve or reject a tool call (or a plan),
         or reply to a question. Then (with `wait`) wait for the answer or the next wait."""
+        caller(ctx, "approve")
         who = by or DEFAULT_BY
         answer = _checked(
             lambda: Answer.model_validate(
