@@ -28,6 +28,7 @@ from durable_agents.activities.chat_model import ChatModel
 from durable_agents.agent import Agent
 from durable_agents.contracts.model_io import ModelReply, ModelRequest
 from durable_agents.contracts.policy import WorkerPolicy
+from durable_agents.runtime.inbound_payloads import worker_client
 from durable_agents.runtime.temporal_client import engine_client, with_pydantic_payloads
 from durable_agents.runtime.workers import EngineWorkers, WorkerTuning, engine_workers
 from durable_agents.tools.catalog import CATALOG, Catalog
@@ -129,7 +130,7 @@ class DurableAgentsPlugin(SimplePlugin):
 
     def configure_worker(self, config: WorkerConfig) -> WorkerConfig:
         """Add the engine's workflows, activities, interceptors and worker options."""
-        client = config["client"] = engine_client(config["client"])
+        client = config["client"] = worker_client(engine_client(config["client"]))
         engine = engine_workers(
             client,
             task_queue=config["task_queue"],

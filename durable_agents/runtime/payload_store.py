@@ -49,7 +49,12 @@ ENV = "AGENT_PAYLOAD_STORE"
 
 
 class PayloadStoreError(ValueError):
-    """A stored payload that cannot be read back (missing, or not what was stored)."""
+    """A stored payload that cannot be read back (missing, or not what was stored); `transient`
+    when reading it again may work (the store could not be read now)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,8 @@ class FileStorageDriver(StorageDriver):
             data = path.read_bytes()
         except OSError as error:
             raise PayloadStoreError(
-                f"stored payload {digest[:12]}... cannot be read from {path}: {error.strerror}"
+                f"stored payload {digest[:12]}... cannot be read from {path}: {error.strerror}",
+                transient=not isinstance(error, (FileNotFoundError, IsADirectoryError)),
             ) from None
         if hashlib.sha256(data).hexdigest() != digest:
             raise PayloadStoreError(f"stored payload {path} does not match its digest")

@@ -43,6 +43,7 @@ from durable_agents.activities.turn_forwarding import forward_to_turn
 from durable_agents.activities.worker_policy import worker_policy_activity
 from durable_agents.contracts.command_server import CommandServer
 from durable_agents.contracts.policy import WorkerPolicy
+from durable_agents.runtime.inbound_payloads import worker_client
 from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.tools.catalog import CATALOG, Catalog
 from durable_agents.tools.definition import Tool
@@ -377,7 +378,11 @@ def build_workers(
     the workflows read says so, and the tool activities know it. None: whether the client's
     data converter stores payloads externally. `deps`: the application's dependencies, each
     tool's `ctx.deps`.
+
+    The workers decode with `inbound_payloads.worker_client(client)`: a payload that cannot be
+    decoded never fails a workflow task.
     """
+    client = worker_client(client)
     engine = engine_workers(
         client, task_queue=task_queue, model=model, catalog=catalog, workspace=workspace,
         **options,
