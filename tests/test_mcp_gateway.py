@@ -75,9 +75,13 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def http_gateway(
-    agent: AgentHarness, env: WorkflowEnvironment, *command: str
+    agent: AgentHarness,
+    env: WorkflowEnvironment,
+    *command: str,
+    environ: dict[str, str] | None = None,
 ) -> AsyncIterator[int]:
-    """`agent <command> --port N` as a subprocess, once its port answers; stopped after."""
+    """`agent <command> --port N` as a subprocess, once its port answers; stopped after.
+    `environ`: more environment variables (`AGENT_PRINCIPALS_FILE`, ...)."""
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -85,7 +89,7 @@ async def http_gateway(
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         cwd=ROOT,
-        env=clean_env(),
+        env=clean_env() | (environ or {}),
     )
 
     async def listening() -> bool:
