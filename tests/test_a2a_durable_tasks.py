@@ -5,12 +5,9 @@ client against the fake model server)."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest, Task, TaskState
 from google.protobuf import json_format
@@ -20,48 +17,16 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
+from tests.server_process import ServerProcess, server_process
 from tests.test_a2a_gateway import a2a_client, last_task, stream, user_message
-from tests.test_mcp_gateway import ROOT, clean_env, free_port, gateway_args
-
-
-@dataclass
-class Gateway:
-    port: int
-    process: asyncio.subprocess.Process
-
-    async def kill(self) -> None:
-        """SIGKILL: no shutdown of any kind (what a crash or an OOM kill does)."""
-        self.process.kill()
-        await self.process.wait()
 
 
 @asynccontextmanager
-async def a2a_gateway(agent: AgentHarness, env: WorkflowEnvironment) -> AsyncIterator[Gateway]:
-    """`agent a2a --port N` as a subprocess, once its port answers; stopped after if alive."""
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *gateway_args(agent, env, "a2a", "--port", str(port)),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT,
-        env=clean_env(),
-    )
-
-    async def listening() -> bool:
-        assert process.returncode is None, await process.stderr.read()  # type: ignore[union-attr]
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.close()
-        await writer.wait_closed()
-        return True
-
-    try:
-        await eventually(listening, what=f"agent a2a on {port}", retry_on=(OSError,))
-        yield Gateway(port, process)
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
+async def a2a_gateway(
+    agent: AgentHarness, env: WorkflowEnvironment
+) -> AsyncIterator[ServerProcess]:
+    async with server_process(agent, env, "a2a") as gateway:
+        yield gateway
 
 
 async def task_on(port: int, task_id: str) -> Task:

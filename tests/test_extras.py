@@ -125,6 +125,13 @@ FEATURE_CASES = {
         "from durable_agents.runtime.codec import EncryptionCodec\nEncryptionCodec(bytes(32))",
         line("AGENT_PAYLOAD_KEY (payload encryption)", "crypto"),
     ),
+    "oidc": (  # what every server does at start with AGENT_OIDC_ISSUER set
+        "from durable_agents.runtime.settings import EnvironmentSettings\n"
+        "from durable_agents.servers.auth.authenticator import Authenticator\n"
+        "Authenticator.from_settings(EnvironmentSettings.from_env(\n"
+        "    {'AGENT_OIDC_ISSUER': 'https://idp.example', 'AGENT_OIDC_AUDIENCE': 'agents'}))",
+        line("AGENT_OIDC_ISSUER (OIDC tokens)", "oidc"),
+    ),
     "postgres": (
         "from pathlib import Path\n"
         "from durable_agents.tools.memory_store import open_memory_store\n"
@@ -216,5 +223,5 @@ def test_every_extra_the_code_names_is_in_pyproject_and_in_all() -> None:
     }
     assert core == {
         "temporalio", "openai", "pydantic", "pydantic-settings", "httpx", "jsonschema",
-        "griffe", "tzdata", "aiosqlite",
+        "griffe", "tzdata", "aiosqlite", "tomlkit",
     }  # fmt: skip

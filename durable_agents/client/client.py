@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import TENANT_MEMO, explain_rpc
+from durable_agents.client.connection import STARTER_MEMO, TENANT_MEMO, explain_rpc
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, started_by
 from durable_agents.client.run_input import run_input
 from durable_agents.client.session_handle import SessionHandle
@@ -245,10 +245,13 @@ class AgentClient:
 
     def memo(self, tenant: str | None) -> dict[str, str]:
         """What a run or a session this client starts records in its memo: the server that
-        started it (`started_via`) and its tenant (`stamped`)."""
+        started it (`started_via`), its tenant (`stamped`) and the principal that started it
+        (`starter`: what `servers.limits` counts a principal's runs by)."""
         memo = {STARTED_VIA: self.via} if self.via else {}
         if tenant is not None:
             memo[TENANT_MEMO] = tenant
+        if self.principal is not None:
+            memo[STARTER_MEMO] = self.principal.name
         return memo
 
     async def _start(

@@ -194,6 +194,8 @@ def explain_rpc(error: RPCError, workflow_id: str | None = None, doing: str = ""
     return TemporalError(f"{prefix}{message}", workflow_id=workflow_id)
 
 
+STARTER_MEMO: Final = "starter"
+"""The memo key of the principal that started a run or a session through a server."""
 TENANT_MEMO: Final = "tenant"
 """The memo key `AgentClient` records a run's or a session's tenant under at its start (read
 until the run's first workflow task upserts `AgentTenant`, and where that search attribute is

@@ -22,6 +22,20 @@ DEFAULT_TENANT = "default"
 """The tenant of runs started without one (the Temporal CLI, a server without principals)."""
 
 
+class PrincipalLimits(BaseModel):
+    """How much one principal may start (`servers.limits`); a limit left out is no limit.
+    Counted from Temporal (visibility and the runs' usage), so a server restart resets none."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runs_per_minute: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Runs started in the last 60 seconds."""
+    concurrent_runs: int | None = Field(default=None, ge=1, le=1_000_000)
+    """Runs started by the principal that are still running."""
+    tokens_per_day: int | None = Field(default=None, ge=1, le=10**15)
+    """Model tokens (prompt and completion) of the runs started in the last 24 hours."""
+
+
 class Principal(BaseModel):
     """An authenticated caller."""
 
@@ -30,6 +44,8 @@ class Principal(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     tenant: str = Field(default=DEFAULT_TENANT, pattern=TENANT_PATTERN)
     roles: frozenset[Role] = frozenset()
+    limits: PrincipalLimits = PrincipalLimits()
+    """What it may start (none by default)."""
 
     def may(self, role: Role) -> bool:
         """Whether the principal holds `role` (an admin holds every role)."""

@@ -6,6 +6,7 @@
     tenant = "acme"
     roles = ["start", "read"]
     expires_at = 2027-06-01T00:00:00Z   # optional
+    limits = { runs_per_minute = 10, concurrent_runs = 3, tokens_per_day = 200000 }  # optional
 
 Only the SHA-256 of each token is kept (a token is 256 random bits, so a plain hash is enough:
 there is nothing to guess from it). `agent token create` makes a token, prints it once and
@@ -23,7 +24,7 @@ from pathlib import Path
 import tomlkit
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from durable_agents.contracts.principals import TENANT_PATTERN, Principal, Role
+from durable_agents.contracts.principals import TENANT_PATTERN, Principal, PrincipalLimits, Role
 from durable_agents.loop.validation_errors import describe_validation_error
 
 TOKEN_BYTES = 32
@@ -52,9 +53,12 @@ class PrincipalEntry(BaseModel):
     roles: frozenset[Role] = Field(min_length=1)
     expires_at: AwareDatetime | None = None
     """After this instant the token is refused (401, saying it expired)."""
+    limits: PrincipalLimits = PrincipalLimits()
+    """`limits = { runs_per_minute = 10, concurrent_runs = 3, tokens_per_day = 200000 }`
+    (`servers.limits`; any of them, or none)."""
 
     def principal(self) -> Principal:
-        return Principal(name=self.name, tenant=self.tenant, roles=self.roles)
+        return Principal(name=self.name, tenant=self.tenant, roles=self.roles, limits=self.limits)
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and now >= self.expires_at
@@ -149,7 +153,7 @@ def add_principal(
     )
     document = tomlkit.parse(text)
     table = tomlkit.table()
-    for key, value in entry.model_dump(exclude_none=True).items():
+    for key, value in entry.model_dump(exclude_none=True, exclude_defaults=True).items():
         table[key] = sorted(value) if key == "roles" else value
     entries = document.get("principal")
     if entries is None:

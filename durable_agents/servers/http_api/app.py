@@ -25,6 +25,7 @@ from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import SessionStatus
 from durable_agents.contracts.workflow_ids import SafeId
+from durable_agents.servers import limits
 from durable_agents.servers.auth.authenticator import Authenticator
 from durable_agents.servers.auth.middleware import Authentication, caller
 from durable_agents.servers.http_api import errors
@@ -88,6 +89,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
     feeds = Feeds(client, reading=config.stream_reading)
     runs = Runs(client, config.task_queue)
+    start_limits = limits.StartLimits(client)
     sessions = Sessions(runs.agents)
 
     @asynccontextmanager
@@ -104,6 +106,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
+    limits.install(app)
     app.state.feeds = feeds
     app.state.runs = runs
     app.state.sessions = sessions
@@ -165,8 +168,11 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/runs", status_code=201, response_model=Started, tags=["runs"])
     async def start_run(body: StartRun, principal: Starter) -> Started:
-        """Start a run: the workflow input (`AgentInput`), plus an optional `id`."""
-        handle = await runs.start(body)
+        """Start a run: the workflow input (`AgentInput`), plus an optional `id`; 429 with
+        `Retry-After` when the principal's limits (`servers.limits`) allow no more now."""
+        async with start_limits.admitted(principal) as started:
+            handle = await runs.start(body)
+            started(handle.id)
         return Started(workflow_id=handle.id, run_id=handle.run_id)
 
     @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
