@@ -72,7 +72,7 @@ async def two_turns(
             )
             assert answered.status_code == 200, answered.text
         await asyncio.sleep(1.0)  # the follower reads the last events
-        handle = api.app.state.feeds.client.get_workflow_handle(session)
+        handle = api.app.state.feeds.agents.client.get_workflow_handle(session)
         return await timeline(handle)
     finally:
         if follower is not None:

@@ -65,7 +65,12 @@ from durable_agents.errors import (
     RunFailedError,
     RunNotFound,
 )
-from durable_agents.runtime.event_stream import follow_events, read_events, stream_end
+from durable_agents.runtime.event_stream import (
+    StreamReading,
+    follow_events,
+    read_events,
+    stream_end,
+)
 
 STARTED_VIA: Final = "started_via"
 """The memo key that says which server started a run or a session (`mcp`, `a2a`, `serve`)."""
@@ -258,14 +263,32 @@ class RunHandle:
         return outcome.result
 
     async def events(
-        self, *, after: int | None = None, stop_at: Collection[str] = TERMINAL_EVENT_TYPES
+        self,
+        *,
+        after: int | None = None,
+        stop_at: Collection[str] = TERMINAL_EVENT_TYPES,
+        reading: StreamReading = "query",
     ) -> AsyncIterator[AgentEvent]:
         """The run's typed events (`contracts.events`) after offset `after` (None: from the
         first), live; it ends after the run's final event (`run_finished` / `run_failed`; one
         is made from the close status of a run that could not publish its own). Resume with
-        the `offset` of the last event held: nothing is missed or repeated."""
+        the `offset` of the last event held: nothing is missed or repeated. `reading`: how
+        the stream is polled (`runtime.event_stream`: its query, or updates)."""
         await self.describe()
-        source = follow_events(self.client, self.id, after=after, stop_at=stop_at)
+        async for event in self.follow(after=after, stop_at=stop_at, reading=reading):
+            yield event
+
+    async def follow(
+        self,
+        *,
+        after: int | None = None,
+        stop_at: Collection[str] = (),
+        reading: StreamReading = "query",
+    ) -> AsyncIterator[AgentEvent]:
+        """`events` without checking the run first: for a reader that outlives one request
+        (`agent serve`'s feeds), or a session its first message has not started yet."""
+        await self._in_tenant()
+        source = follow_events(self.client, self.id, after=after, stop_at=stop_at, by=reading)
         try:
             async for event in source:
                 yield event
@@ -273,6 +296,21 @@ class RunHandle:
             raise explain_rpc(error, self.id, "reading the events") from None
         finally:
             await source.aclose()  # type: ignore[attr-defined]
+
+    async def read_range(self, start: int, end: int | None = None) -> AsyncIterator[AgentEvent]:
+        """The events at offsets `start` <= offset < `end` (None: up to the stream's end now),
+        read with the stream's poll query: nothing enters the run's history."""
+        position = start
+        while end is None or position < end:
+            events, next_offset = await self.read_events(after=position - 1 if position else None)
+            for event in events:
+                assert event.offset is not None
+                if end is not None and event.offset >= end:
+                    return
+                yield event
+            if next_offset <= position:
+                return
+            position = next_offset
 
     async def stream_offset(self) -> int:
         """Where the event stream ends now: the offset its next event will have (0 for a

@@ -48,7 +48,7 @@ from durable_agents.servers.http_api.agui_tools import (
 )
 from durable_agents.servers.http_api.bodies import Message, StartSession, ToolResult
 from durable_agents.servers.http_api.errors import ApiError, field_problems, invalid
-from durable_agents.servers.http_api.feeds import Feeds, read_range
+from durable_agents.servers.http_api.feeds import Feeds
 from durable_agents.servers.http_api.runs import Runs
 from durable_agents.servers.http_api.sessions import Sessions
 
@@ -184,7 +184,7 @@ async def _answer_tools(
     turn = running.turn if running.inline else None
 
     async def locate() -> TurnSource:
-        events = read_range(sessions.client, target, 0)
+        events = sessions.agents.run(target).read_range(0)
         found = resume_point([e async for e in events], sent, turn)
         if found is None:  # not on the stream: go on from its end
             return TurnSource(target, await sessions.stream_offset(target), turn)
@@ -281,7 +281,7 @@ async def _turn_events(
                     return
                 following = asyncio.ensure_future(anext(source))
                 continue
-            async for event in read_range(feeds.client, workflow_id, position):
+            async for event in feeds.agents.run(workflow_id).read_range(position):
                 if ours(event):
                     yield event
             return

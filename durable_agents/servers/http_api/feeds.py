@@ -32,20 +32,13 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
-from temporalio.client import Client
-
+from durable_agents.client import AgentClient, RunHandle
 from durable_agents.contracts.events import (
     CHILD_TURN_EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
     AgentEvent,
 )
-from durable_agents.runtime.event_stream import (
-    StreamReading,
-    first_offset,
-    follow_events,
-    read_handle_events,
-    stream_end,
-)
+from durable_agents.runtime.event_stream import StreamReading, first_offset
 
 log = logging.getLogger("durable_agents.servers.http_api.feeds")
 
@@ -55,29 +48,6 @@ CHILD_START_SECONDS = 10.0
 """How long a session's merged stream waits for a child turn it names to exist (the session
 starts it right after publishing the event)."""
 CHILD_RETRY_SECONDS = 0.2
-
-
-async def read_range(
-    client: Client, workflow_id: str, start: int, end: int | None = None
-) -> AsyncIterator[AgentEvent]:
-    """The events at offsets `start` <= offset < `end` (None: up to the stream's end now), read
-    with the stream's poll query: nothing enters the workflow's history."""
-    handle = client.get_workflow_handle(workflow_id)
-    converter = client.data_converter.payload_converter
-    position = start
-    while end is None or position < end:
-        after = position - 1 if position > 0 else None
-        events, next_offset = await read_handle_events(
-            handle, after=after, payload_converter=converter
-        )
-        for event in events:
-            assert event.offset is not None
-            if end is not None and event.offset >= end:
-                return
-            yield event
-        if next_offset <= position:
-            return
-        position = next_offset
 
 
 def child_of(event: AgentEvent) -> str | None:
@@ -117,8 +87,7 @@ class Resume:
 class Feed:
     """The events of one workflow as read by its one subscription (see the module docstring)."""
 
-    client: Client
-    workflow_id: str
+    run: RunHandle
     base: int
     """Every event at an offset >= `base` is in `events` or still to come."""
     max_buffer: int = MAX_BUFFER
@@ -132,7 +101,7 @@ class Feed:
     _task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._pump(), name=f"feed {self.workflow_id}")
+        self._task = asyncio.create_task(self._pump(), name=f"feed {self.run.id}")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -142,15 +111,12 @@ class Feed:
 
     async def _pump(self) -> None:
         try:
-            following = follow_events(
-                self.client, self.workflow_id, after=self.base - 1, by=self.reading
-            )
-            async for event in following:
+            async for event in self.run.follow(after=self.base - 1, reading=self.reading):
                 self._add(event)
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            log.info("the event stream of %s ended: %s", self.workflow_id, error)
+            log.info("the event stream of %s ended: %s", self.run.id, error)
             self.error = error
         finally:
             self.done = True
@@ -176,7 +142,7 @@ class Feed:
         position = start
         while True:
             if position < self.base:
-                async for event in read_range(self.client, self.workflow_id, position, self.base):
+                async for event in self.run.read_range(position, self.base):
                     assert event.offset is not None
                     position = event.offset + 1
                     yield event
@@ -203,13 +169,13 @@ class Feeds:
 
     def __init__(
         self,
-        client: Client,
+        agents: AgentClient,
         *,
         max_buffer: int = MAX_BUFFER,
         linger_seconds: float = LINGER_SECONDS,
         reading: StreamReading = "query",
     ) -> None:
-        self.client = client
+        self.agents = agents
         self.reading = reading
         self.max_buffer = max_buffer
         self.linger_seconds = linger_seconds
@@ -226,13 +192,12 @@ class Feeds:
             # The feed starts where this reader does, but never past the stream's end: a
             # reader that asks for a later offset waits for it in the feed, and decides
             # nothing about what the others get.
-            end = await stream_end(self.client, workflow_id)
+            end = await self.agents.run(workflow_id).stream_offset()
             feed = self._feeds.get(workflow_id)
             if feed is None or (feed.done and feed.error is not None):
                 base = min(start, end)
                 feed = Feed(
-                    self.client,
-                    workflow_id,
+                    self.agents.run(workflow_id),
                     base=base,
                     max_buffer=self.max_buffer,
                     reading=self.reading,
@@ -257,9 +222,8 @@ class Feeds:
         `merged_id`. A client resuming after an event it holds (`Resume`) misses nothing and
         gets nothing twice, inside a child turn too."""
         if resume.session is not None:  # it may hold only part of the child turn named there
-            async for pointer in read_range(
-                self.client, session_id, resume.session, resume.session + 1
-            ):
+            pointers = self.agents.run(session_id).read_range(resume.session, resume.session + 1)
+            async for pointer in pointers:
                 child = child_of(pointer)
                 if child is not None:
                     async for pair in self._child_turn(resume.session, child, resume.child):
@@ -298,8 +262,8 @@ class Feeds:
         async def reap() -> None:
             if not feed.done:
                 await asyncio.sleep(self.linger_seconds)
-            if feed.readers == 0 and self._feeds.get(feed.workflow_id) is feed:
-                del self._feeds[feed.workflow_id]
+            if feed.readers == 0 and self._feeds.get(feed.run.id) is feed:
+                del self._feeds[feed.run.id]
                 await feed.stop()
 
         task = asyncio.create_task(reap())
