@@ -87,8 +87,8 @@ call the API."""
 
 def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
-    feeds = Feeds(client, reading=config.stream_reading)
     runs = Runs(client, config.task_queue)
+    feeds = Feeds(runs.agents, reading=config.stream_reading)
     start_limits = limits.StartLimits(client)
     sessions = Sessions(runs.agents)
 
