@@ -84,8 +84,10 @@ class AgentClient:
             else None
         )
 
-    def as_principal(self, principal: Principal | None) -> AgentClient:
-        """This client as `principal` sees it (None: as it is); cheap, for one request."""
+    def as_principal(self, principal: Principal | None, *, signs: bool = True) -> AgentClient:
+        """This client as `principal` sees it (None: as it is); cheap, for one request.
+        `signs=False`: a stand-in that names nobody (a server without credentials, a shared
+        token) does not sign decisions, so the `by` a person gives stays, self-declared."""
         if principal is None:
             return self
         agents = copy.copy(self)
@@ -99,6 +101,8 @@ class AgentClient:
             only_own=self.owner is not None,
             principal=principal,
         )
+        if not signs:
+            agents.maker = None
         return agents
 
     def stamped(self, payload: Mapping[str, Any]) -> dict[str, Any]:

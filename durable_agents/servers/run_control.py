@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -49,8 +50,10 @@ from durable_agents.client.stream_watch import StatusDue, StreamWatch
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import AgentEvent
+from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
 from durable_agents.errors import InvalidInput
+from durable_agents.servers.auth.authenticator import API_TOKEN_PRINCIPAL, LOCAL_PRINCIPAL
 from durable_agents.servers.progress_notes import ProgressNotes
 from durable_agents.tools.agents import AgentProfiles
 
@@ -66,6 +69,8 @@ DIGEST_REQUIRED = (
     "digits), so that it applies only to the arguments that were reviewed"
 )
 POLL_SECONDS = 0.3
+UNNAMED_PRINCIPALS = frozenset({LOCAL_PRINCIPAL, API_TOKEN_PRINCIPAL})
+"""Principals that stand for no one person (`as_caller`)."""
 T = TypeVar("T")
 
 
@@ -108,6 +113,17 @@ class Decided:
     call_id: str
     decision: HumanDecision | None = None
     reply: str | None = None
+
+
+# -- who asks ----------------------------------------------------------------------------------
+
+
+def as_caller(agents: AgentClient, principal: Principal | None) -> AgentClient:
+    """`agents` for one request of `principal` (`request.state.principal`; None: no
+    authentication step ran, as MCP over stdio): only its tenant's runs (unless an admin), its
+    runs started in its tenant, its decisions signed by it. The stand-ins of a server without
+    credentials and of `AGENT_API_TOKEN` name nobody, so they do not sign."""
+    return agents.as_principal(principal, signs=principal not in UNNAMED_PRINCIPALS)
 
 
 # -- input -------------------------------------------------------------------------------------
@@ -174,6 +190,12 @@ class RunControl:
         self.agents = AgentClient(
             self.client, task_queue=self.task_queue, via=self.via, profiles=self.profiles
         )
+
+    def of(self, principal: Principal | None) -> RunControl:
+        """This control for one call of `principal` (`as_caller`)."""
+        scoped = copy.copy(self)
+        scoped.agents = as_caller(self.agents, principal)
+        return scoped
 
     async def start(
         self,

@@ -16,6 +16,7 @@ and their `status` when the stream shows a change (`RunControl.follow_run`).
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Any
 
 from a2a.helpers.proto_helpers import (
@@ -36,6 +37,7 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import AgentError, InvalidInput
+from durable_agents.servers.a2a_gateway.access import call_principal
 from durable_agents.servers.a2a_gateway.answers import Shown, read_answer, whole_numbers
 from durable_agents.servers.run_control import Paused, RunControl
 
@@ -124,7 +126,18 @@ class RunExecutor(AgentExecutor):
     def __init__(self, control: RunControl) -> None:
         self.control = control
 
+    def of(self, context: RequestContext) -> RunExecutor:
+        """This executor for one call, as its principal (`RunControl.of`): a task starts in
+        the principal's tenant, an answer is signed by it, another tenant's run is missing."""
+        scoped = copy.copy(self)
+        scoped.control = self.control.of(call_principal(context.call_context))
+        return scoped
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await self.of(context).run_task(context, event_queue)
+
+    async def run_task(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """`execute`, as the call's principal."""
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         workflow_id = workflow_id_for(context.task_id)
@@ -229,5 +242,6 @@ class RunExecutor(AgentExecutor):
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         with contextlib.suppress(AgentError):  # no run behind it (any more): cancelled anyway
-            await self.control.agents.run(workflow_id_for(context.task_id)).cancel()
+            control = self.control.of(call_principal(context.call_context))
+            await control.agents.run(workflow_id_for(context.task_id)).cancel()
         await updater.cancel()

@@ -46,6 +46,7 @@ from durable_agents.client import RunHandle
 from durable_agents.client.connection import is_running
 from durable_agents.client.outcome import RunOutcome
 from durable_agents.errors import AgentError, NotStartedHere, NoWorker, RunNotFound
+from durable_agents.servers.a2a_gateway.access import call_principal
 from durable_agents.servers.a2a_gateway.answers import Shown
 from durable_agents.servers.a2a_gateway.executor import (
     ANSWER_ARTIFACT,
@@ -101,19 +102,26 @@ class RunTaskStore(TaskStore):
         self.control = control
         self.max_cached = max_cached
         self._saved: OrderedDict[str, Task] = OrderedDict()
+        self._tenants: dict[str, str] = {}
+        """The tenant of the principal that saved each remembered task."""
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Remember what this process made of the task (its run holds its state)."""
         self._saved[task.id] = _copy(task)
+        self._tenants.setdefault(task.id, call_principal(context).tenant)
         self._saved.move_to_end(task.id)
         while len(self._saved) > self.max_cached:
-            self._saved.popitem(last=False)
+            dropped, _ = self._saved.popitem(last=False)
+            self._tenants.pop(dropped, None)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         """The task as its run is now; a task whose run has not started yet (just submitted)
         as it was saved; None for a task no A2A run stands behind."""
+        agents = self.control.of(call_principal(context)).agents
         saved = self._saved.get(task_id)
-        run = self.control.agents.run(workflow_id_for(task_id))
+        if agents.tenant is not None and self._tenants.get(task_id, agents.tenant) != agents.tenant:
+            saved = None  # another tenant's task: as missing
+        run = agents.run(workflow_id_for(task_id))
         try:
             description = await run.describe()
         except (RunNotFound, NotStartedHere):

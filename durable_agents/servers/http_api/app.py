@@ -88,8 +88,8 @@ call the API."""
 def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
     runs = Runs(client, config.task_queue)
-    feeds = Feeds(runs.agents, reading=config.stream_reading)
     start_limits = limits.StartLimits(client)
+    feeds = Feeds(runs.agents, reading=config.stream_reading)
     sessions = Sessions(runs.agents)
 
     @asynccontextmanager
@@ -137,10 +137,15 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     app.add_middleware(SecurityHeaders, console_paths=PUBLIC_PATHS)
 
     async def events(
-        workflow_id: str, last_event_id: str | None, after: int | None, *, end_at_finish: bool
+        workflow_id: str,
+        last_event_id: str | None,
+        after: int | None,
+        *,
+        end_at_finish: bool,
+        principal: Principal,
     ) -> EventSourceResponse:
         start = resume_offset(last_event_id, after)
-        await runs.described(workflow_id)  # 404 before the stream starts
+        await runs.of(principal).described(workflow_id)  # 404 before the stream starts
         return event_stream(feeds, workflow_id, start, end_at_finish=end_at_finish)
 
     # -- the console -------------------------------------------------------------------------
@@ -171,14 +176,14 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         """Start a run: the workflow input (`AgentInput`), plus an optional `id`; 429 with
         `Retry-After` when the principal's limits (`servers.limits`) allow no more now."""
         async with start_limits.admitted(principal) as started:
-            handle = await runs.start(body)
+            handle = await runs.of(principal).start(body)
             started(handle.id)
         return Started(workflow_id=handle.id, run_id=handle.run_id)
 
     @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
     async def run_result(workflow_id: Id, principal: Reader, wait: Wait = False) -> Response:
         """The result (`AgentResult`, or how the run failed); 202 while it runs."""
-        result = await runs.result(workflow_id, wait)
+        result = await runs.of(principal).result(workflow_id, wait)
         if result is None:
             return JSONResponse(
                 {"workflow_id": workflow_id, "execution_status": "RUNNING"}, status_code=202
@@ -188,13 +193,13 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     @app.get("/v1/runs/{workflow_id:anypath}/pending", tags=["runs"])
     async def run_pending(workflow_id: Id, principal: Reader) -> list[PendingRequest]:
         """The calls waiting for a person, each with its `args_digest`."""
-        return await runs.pending(workflow_id)
+        return await runs.of(principal).pending(workflow_id)
 
     @app.post("/v1/runs/{workflow_id:anypath}/decisions", tags=["runs"])
     async def run_decision(workflow_id: Id, body: Decision, principal: Approver) -> dict[str, Any]:
         """Approve, reject, edit (approve with `args`) or reply; 404 for an unknown run or call,
         409 for a call already decided."""
-        return await runs.decide(workflow_id, body)
+        return await runs.of(principal).decide(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/tool_results", tags=["runs"])
     async def run_tool_result(
@@ -203,19 +208,19 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         """Answer a client tool call (`client_tools`) with its `result` or an `error`; 404 for
         an unknown run or call, 409 for a call already answered, 422 for a result that breaks
         the tool's `result_schema` (the `tool_result` update's validator says why)."""
-        return await runs.tool_result(workflow_id, body)
+        return await runs.of(principal).tool_result(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/steer", tags=["runs"])
     async def run_steer(workflow_id: Id, body: Steer, principal: Approver) -> dict[str, Any]:
         """A message the model reads at its next call."""
-        return await runs.steer(workflow_id, body)
+        return await runs.of(principal).steer(workflow_id, body)
 
     @app.post("/v1/runs/{workflow_id:anypath}/cancel", status_code=202, tags=["runs"])
     async def run_cancel(
         workflow_id: Id, principal: Starter, body: Annotated[Cancel | None, Body()] = None
     ) -> dict[str, Any]:
         """Cancel the run (it ends as cancelled)."""
-        return await runs.cancel(workflow_id)
+        return await runs.of(principal).cancel(workflow_id)
 
     @app.get(
         "/v1/runs/{workflow_id:anypath}/events", tags=["runs"], response_class=EventSourceResponse
@@ -224,19 +229,21 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         workflow_id: Id, principal: Reader, last_event_id: LastEventId = None, after: After = None
     ) -> EventSourceResponse:
         """The run's events (SSE); ends after `run_finished`."""
-        return await events(workflow_id, last_event_id, after, end_at_finish=True)
+        return await events(
+            workflow_id, last_event_id, after, end_at_finish=True, principal=principal
+        )
 
     @app.get("/v1/runs/{workflow_id:anypath}", tags=["runs"])
     async def run_status(workflow_id: Id, principal: Reader) -> dict[str, Any]:
         """The status: execution status, phase, turn, usage, pending requests, recent steps."""
-        return await runs.status(workflow_id)
+        return await runs.of(principal).status(workflow_id)
 
     # -- sessions ----------------------------------------------------------------------------
 
     @app.post("/v1/sessions", status_code=201, response_model=Started, tags=["sessions"])
     async def start_session(body: StartSession, principal: Starter) -> Started:
         """Start a session with these settings (`SessionInput`), plus an optional `id`."""
-        session_id, run_id = await sessions.start(body)
+        session_id, run_id = await sessions.of(principal).start(body)
         return Started(workflow_id=session_id, run_id=run_id)
 
     @app.post("/v1/sessions/{session_id:anypath}/messages", tags=["sessions"])
@@ -245,7 +252,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
     ) -> Response:
         """Send a message (the session starts if new): 202 once taken, or with `?wait=true`
         200 with the turn's answer."""
-        update = await sessions.send(session_id, body)
+        update = await sessions.of(principal).send(session_id, body)
         if wait:
             return JSONResponse(Sessions.turn_json(await update.result()))
         return JSONResponse({"session_id": session_id, "message_id": update.id}, status_code=202)
@@ -262,12 +269,12 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         as a child run (`turn_started` / `turn_moved` naming it) has its events in place, with
         ids `<session offset>/<child offset>`."""
         resume = session_resume(last_event_id, after)
-        await runs.described(session_id)  # 404 before the stream starts
+        await runs.of(principal).described(session_id)  # 404 before the stream starts
         return session_event_stream(feeds, session_id, resume)
 
     @app.get("/v1/sessions/{session_id:anypath}", tags=["sessions"])
     async def session_status(session_id: Id, principal: Reader) -> SessionStatus:
-        return await sessions.status(session_id)
+        return await sessions.of(principal).status(session_id)
 
     # -- AG-UI -------------------------------------------------------------------------------
 
@@ -277,6 +284,6 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         goes to that session (started if new, with the input's `tools` as client tools), or
         its tool messages answer the frontend tool calls the last AG-UI run ended with; the
         turn streams back as AG-UI events."""
-        return await agui_respond(request, sessions, runs, feeds)
+        return await agui_respond(request, sessions.of(principal), runs.of(principal), feeds)
 
     return app

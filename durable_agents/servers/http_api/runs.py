@@ -16,6 +16,7 @@ Everything goes through `AgentClient` (`durable_agents.client`; runs started her
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -26,10 +27,11 @@ from durable_agents.client.connection import QUERY_TIMEOUT, is_running, status_n
 from durable_agents.client.run_handle import DIGEST_FIELD, STARTED_VIA
 from durable_agents.client.workflow_calls import CLOSED_QUERY_TIMEOUT_SECONDS, status_from_result
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.principals import Principal
 from durable_agents.errors import AgentError, InvalidInput, RunNotFound
 from durable_agents.servers.http_api.bodies import Decision, StartRun, Steer, ToolResult
 from durable_agents.servers.http_api.errors import ApiError, api_error_for
-from durable_agents.servers.run_control import digest_problem
+from durable_agents.servers.run_control import as_caller, digest_problem
 
 VIA = "serve"
 """`started_via` in the memo of the runs and sessions `agent serve` starts."""
@@ -53,6 +55,13 @@ class Runs:
         self.agents = AgentClient(client, task_queue=task_queue, via=VIA, only_own=False)
         self.client = self.agents.client
         self.task_queue = task_queue
+
+    def of(self, principal: Principal | None) -> Runs:
+        """These routes for one request of `principal` (`run_control.as_caller`: its tenant's
+        runs only, another's answering 404 as a missing one; its decisions signed by it)."""
+        scoped = copy.copy(self)
+        scoped.agents = as_caller(self.agents, principal)
+        return scoped
 
     def run(self, workflow_id: str) -> RunHandle:
         return self.agents.run(workflow_id)

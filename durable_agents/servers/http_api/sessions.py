@@ -9,10 +9,12 @@ from typing import Any
 from temporalio.client import WorkflowUpdateHandle
 
 from durable_agents.client import AgentClient
+from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import SessionStatus, TurnResult
 from durable_agents.servers.http_api.bodies import Message, StartSession
 from durable_agents.servers.http_api.errors import ApiError
 from durable_agents.servers.http_api.runs import http
+from durable_agents.servers.run_control import as_caller
 
 
 class Sessions:
@@ -21,6 +23,10 @@ class Sessions:
     def __init__(self, agents: AgentClient) -> None:
         self.agents = agents
         self.client = agents.client
+
+    def of(self, principal: Principal | None) -> Sessions:
+        """These routes for one request of `principal` (`Runs.of`)."""
+        return Sessions(as_caller(self.agents, principal))
 
     async def start(self, body: StartSession) -> tuple[str, str | None]:
         """Start a session with these settings: (workflow id, run id); 409 if it exists."""

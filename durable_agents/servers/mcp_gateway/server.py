@@ -101,12 +101,12 @@ class McpGateway:
     ) -> AgentReply:
         """Run a durable agent (a Temporal workflow) on a task. Returns its answer; or, when it
         waits for a person (an approval, a question), what waits: answer it with `decide`."""
-        caller(ctx, "start")
-        payload = _checked(lambda: run_input(prompt, agent, options, self.control.profiles))
-        handle = await _call(self.control.start(payload, workflow_id=workflow_id))
+        control = self.control.of(caller(ctx, "start"))
+        payload = _checked(lambda: run_input(prompt, agent, options, control.profiles))
+        handle = await _call(control.start(payload, workflow_id=workflow_id))
         if not wait:
             return AgentReply.running(handle.id)
-        return await self._follow(handle.id, ctx)
+        return await self._follow(control, handle.id, ctx)
 
     async def result(
         self,
@@ -115,16 +115,16 @@ class McpGateway:
         wait: Annotated[bool, Field(description="Wait while it runs.")] = True,
     ) -> AgentReply:
         """A run's answer (waiting for it, or for it to need a person), or its state now."""
-        caller(ctx, "read")
+        control = self.control.of(caller(ctx, "read"))
         if not wait:
-            outcome = await _call(self.control.outcome(workflow_id, wait=False))
+            outcome = await _call(control.outcome(workflow_id, wait=False))
             if outcome is not None:
                 return AgentReply.of_outcome(outcome)
-            pending = await _call(self.control.pending(workflow_id))
+            pending = await _call(control.pending(workflow_id))
             if pending:
                 return AgentReply.paused(Paused(workflow_id, pending))
             return AgentReply.running(workflow_id)
-        return await self._follow(workflow_id, ctx)
+        return await self._follow(control, workflow_id, ctx)
 
     async def send_message(
         self,
@@ -141,15 +141,15 @@ class McpGateway:
     ) -> AgentReply:
         """Send a message to an agent session and wait for its turn's answer (or for the turn
         to wait for a person: answer with `decide` and the session id)."""
-        caller(ctx, "start")
-        update = await _call(self.control.send(session_id, text, by or DEFAULT_BY))
+        control = self.control.of(caller(ctx, "start"))
+        update = await _call(control.send(session_id, text, by or DEFAULT_BY))
         self._turns[session_id] = update.id
-        return await self._follow_turn(session_id, update.result(), ctx)
+        return await self._follow_turn(control, session_id, update.result(), ctx)
 
     async def pending(self, workflow_id: WorkflowId, ctx: Context[Any, Any]) -> list[PendingCall]:
         """The calls waiting for a person in a run or session started here."""
-        caller(ctx, "read")
-        return [PendingCall.of(p) for p in await _call(self.control.pending(workflow_id))]
+        control = self.control.of(caller(ctx, "read"))
+        return [PendingCall.of(p) for p in await _call(control.pending(workflow_id))]
 
     async def decide(
         self,
@@ -174,8 +174,8 @@ class McpGateway:
     ) -> DecisionReply:
         """Answer a call that waits for a person: approve or reject a tool call (or a plan),
         or reply to a question. Then (with `wait`) wait for the answer or the next wait."""
-        caller(ctx, "approve")
-        who = by or DEFAULT_BY
+        control = self.control.of(caller(ctx, "approve"))
+        who = control.agents.maker.name if control.agents.maker else by or DEFAULT_BY
         answer = _checked(
             lambda: Answer.model_validate(
                 {
@@ -189,36 +189,41 @@ class McpGateway:
                 }
             )
         )
-        decided = await _call(self.control.decide(workflow_id, answer))
+        decided = await _call(control.decide(workflow_id, answer))
         then = None
         if wait:
             update_id = self._turns.get(workflow_id)
             ignore = {call_id}
             if update_id is not None:
-                answered = self.control.turn_update(workflow_id, update_id).result()
-                then = await self._follow_turn(workflow_id, answered, ctx, ignore)
+                answered = control.turn_update(workflow_id, update_id).result()
+                then = await self._follow_turn(control, workflow_id, answered, ctx, ignore)
             else:
-                then = await self._follow(workflow_id, ctx, ignore)
+                then = await self._follow(control, workflow_id, ctx, ignore)
         return DecisionReply.of(decided, who, then)
 
     async def _follow(
-        self, workflow_id: str, ctx: Context[Any, Any], ignore: set[str] | None = None
+        self,
+        control: RunControl,
+        workflow_id: str,
+        ctx: Context[Any, Any],
+        ignore: set[str] | None = None,
     ) -> AgentReply:
-        run = await _call(self.control.open(workflow_id))
-        ended = await _call(self.control.follow_run(run, _progress(ctx), ignore or set()))
+        run = await _call(control.open(workflow_id))
+        ended = await _call(control.follow_run(run, _progress(ctx), ignore or set()))
         if isinstance(ended, Paused):
             return AgentReply.paused(ended)
         return AgentReply.of_outcome(ended)
 
     async def _follow_turn(
         self,
+        control: RunControl,
         session_id: str,
         answered: Awaitable[TurnResult],
         ctx: Context[Any, Any],
         ignore: set[str] | None = None,
     ) -> AgentReply:
         ended = await _call(
-            self.control.follow_turn(session_id, answered, _progress(ctx), ignore or set())
+            control.follow_turn(session_id, answered, _progress(ctx), ignore or set())
         )
         if isinstance(ended, Paused):
             return AgentReply.paused(ended)
