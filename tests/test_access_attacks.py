@@ -449,3 +449,57 @@ def test_a_bad_principals_file_stops_the_server_naming_the_entry(
     assert run_cli(["a2a", "--port", "1"]) == 4
     [line] = capsys.readouterr().err.strip().splitlines()
     assert "principal 'ci'" in line and "token_sha256" in line, line
+
+
+# -- web hygiene ---------------------------------------------------------------------------------
+
+CONSOLE_ORIGIN = "https://console.example"
+
+
+async def test_security_headers_and_the_cors_allow_list(agent: AgentHarness, crew: Crew) -> None:
+    authenticator = Authenticator(principals=PrincipalsSource(crew.path))
+    async with live_api(
+        agent, token=None, authenticator=authenticator, cors_origins=(CONSOLE_ORIGIN,)
+    ) as api:
+        console = await api.http.get("/")
+        policy = console.headers["content-security-policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy, policy
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+        script = await api.http.get("/static/console.js")
+        assert script.headers["x-content-type-options"] == "nosniff"
+        for path, auth in (("/v1/info", crew.auth("reader")), ("/v1/info", {})):
+            data = await api.http.get(path, headers=auth)
+            assert data.headers["content-security-policy"].startswith("default-src 'none'")
+            assert data.headers["x-frame-options"] == "DENY"
+            assert data.headers["referrer-policy"] == "no-referrer"
+        assert "set-cookie" not in console.headers
+        preflight = {
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        }
+        allowed = await api.http.options(
+            "/v1/runs", headers={**preflight, "Origin": CONSOLE_ORIGIN}
+        )
+        assert allowed.headers["access-control-allow-origin"] == CONSOLE_ORIGIN
+        assert "access-control-allow-credentials" not in allowed.headers
+        for origin in ("https://evil.example", "null", CONSOLE_ORIGIN + ".evil.example"):
+            other = await api.http.options("/v1/runs", headers={**preflight, "Origin": origin})
+            TALLY.refused(other, 400, f"CORS preflight from {origin}")  # Starlette's answer
+            assert "access-control-allow-origin" not in other.headers
+            sent = await api.http.post(
+                "/v1/runs",
+                json={"prompt": "x", "id": "access-attack-run"},
+                headers={**crew.auth("admin"), "Origin": origin},
+            )
+            TALLY.refused(sent, 403, f"a start from the web origin {origin}, with a token")
+    assert await absent(agent, "access-attack-run")
+
+
+def test_cors_origins_must_be_listed_one_by_one() -> None:
+    from durable_agents.servers.http_api.config import ConfigError, ServeConfig
+
+    for origins in ("*", "https://console.example/path", "console.example", "ftp://x"):
+        with pytest.raises(ConfigError, match="--cors-origin"):
+            ServeConfig.from_env({"AGENT_API_CORS_ORIGINS": origins})
+    config = ServeConfig.from_env({"AGENT_API_CORS_ORIGINS": "https://a.example, http://b:8080/"})
+    assert config.cors_origins == ("http://b:8080", "https://a.example")

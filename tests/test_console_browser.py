@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs /usr/bin/ch
 
 async def open_console(browser: Any, url: str, session: str) -> tuple[Any, list[Any]]:
     """A page of the console at `url` with `session` open (the token given), and the list the
-    page's uncaught errors go to."""
+    page's uncaught errors (and what its Content-Security-Policy refused) go to."""
     from playwright.async_api import expect
 
     page = await browser.new_page(viewport={"width": 1280, "height": 800})
@@ -41,6 +41,12 @@ async def open_console(browser: Any, url: str, session: str) -> tuple[Any, list[
         errors.append(error)
 
     page.on("pageerror", page_error)
+
+    def refused_by_policy(message: Any) -> None:  # the console's CSP blocked something
+        if "Content Security Policy" in message.text:
+            errors.append(message.text)
+
+    page.on("console", refused_by_policy)
     await page.goto(url + "/")
     await page.fill("#session", session)
     await page.fill("#token", TOKEN)

@@ -27,6 +27,10 @@ credentials at all:
 `BodyLimit` (413 to a body over the limit) and `NestingLimit` (400 to JSON nested too deeply)
 bound what a route reads.
 
+`SecurityHeaders` sets `nosniff`, no referrer, no framing and a Content-Security-Policy on every
+answer (the console's own scripts and styles only; nothing at all for data), and
+`checked_origins` refuses `*` or anything but an exact origin among the origins allowed.
+
 Every refusal is a JSON body `{"error": "..."}` saying what to send instead.
 """
 
