@@ -7,6 +7,7 @@ starter's own approval while the call keeps waiting."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -32,6 +33,7 @@ from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, started_workers
 from tests.scripted_model import ScriptedChatModel
+from tests.test_cli_run import AgentCli
 
 CATALOG = TEST_CATALOG.with_search_attributes()
 ALICE = Principal(name="alice", tenant="acme", roles=frozenset({"start", "approve", "read"}))
@@ -55,9 +57,14 @@ class Tenants:
     def agents(self, principal: Principal | None = None) -> AgentClient:
         return AgentClient(self.client, task_queue=self.queue, principal=principal)
 
-    async def waiting_run(self, principal: Principal, **settings: Any) -> RunHandle:
-        """A run `principal` starts that waits for the approval of `write_file` call w1."""
-        self.model.enqueue(sm.tool_calls(sm.call("write_file", WRITE, id="w1")), sm.text("ok"))
+    async def waiting_run(
+        self, principal: Principal, then: Any = None, **settings: Any
+    ) -> RunHandle:
+        """A run `principal` starts that waits for the approval of `write_file` call w1 (then
+        the model answers `then`: "ok" by default)."""
+        self.model.enqueue(
+            sm.tool_calls(sm.call("write_file", WRITE, id="w1")), then or sm.text("ok")
+        )
         run = await self.agents(principal).start(
             None, "write it", id=f"tenant-{uuid.uuid4().hex[:10]}", tools=["write_file"],
             **settings,
@@ -199,3 +206,54 @@ def test_sub_agents_and_plan_steps_inherit_the_tenant_and_the_starter() -> None:
     assert (child.tenant, child.starter) == ("acme", "alice")
     plain = child_input(AgentInput(prompt="go"), Scratchpad(messages=[]), profile, "t", link)
     assert (plain.tenant, plain.starter) == (DEFAULT_TENANT, None)
+
+
+async def test_agent_audit_lists_every_decision_with_its_maker(
+    tenants: Tenants, temporal_env: WorkflowEnvironment
+) -> None:
+    """`agent audit` (the real CLI, a subprocess) on a real dev server: an approval signed by
+    alice, a plain signal's self-declared approval, bob's rejection (tenant globex) of a run
+    still running, and a timeout, each once, with its tool, digest and outcome; `--tenant`
+    keeps one tenant's; the table says who was self-declared."""
+    signed = await tenants.waiting_run(ALICE)
+    shown = await signed.next_request()
+    assert shown is not None
+    await signed.approve("w1", digest=shown.args_digest, by="mallory")
+    await signed.result()
+    plain = await tenants.waiting_run(ALICE)
+    await plain.workflow.signal("approve", {"call_id": "w1", "by": "carol"})
+    await plain.result()
+    running = await tenants.waiting_run(BOB, then=sm.tool_calls(sm.call("write_file", WRITE)))
+    await running.reject("w1", reason="not now")  # then it waits again: it still runs
+    timed = await tenants.waiting_run(ANNA.model_copy(update={"roles": ALICE.roles}),
+                                      approval_timeout_seconds=1)  # fmt: skip
+    await timed.result()
+
+    cli = AgentCli(temporal_env.client.service_client.config.target_host, tenants.queue)
+    done = await cli("audit", "--since", "10m", "--json")
+    assert done.code == 0, done.err
+    records = [json.loads(line) for line in done.out.splitlines()]
+    mine = {signed.id, plain.id, running.id, timed.id}
+    seen = {
+        (r["workflow_id"], r["call_id"], r["outcome"], r["by"], r["self_declared"], r["tenant"])
+        for r in records
+        if r["workflow_id"] in mine
+    }
+    assert seen == {
+        (signed.id, "w1", "approved", "alice", False, "acme"),
+        (plain.id, "w1", "approved", "carol", True, "acme"),
+        (running.id, "w1", "rejected", "bob", False, "globex"),
+        (timed.id, "w1", "timed_out", None, None, "acme"),
+    }, records
+    [approval] = [r for r in records if r["workflow_id"] == signed.id]
+    assert approval["tool"] == "write_file" and approval["by_tenant"] == "acme"
+    assert approval["args_digest"] == approval["digest_named"] == shown.args_digest
+
+    globex = await cli("audit", "--since", "10m", "--tenant", "globex", "--json")
+    assert {json.loads(line)["workflow_id"] for line in globex.out.splitlines()} >= {running.id}
+    assert all(json.loads(line)["tenant"] == "globex" for line in globex.out.splitlines())
+    shown = await cli("audit", "--since", "10m")
+    assert shown.code == 0, shown.err
+    [line] = [row for row in shown.out.splitlines() if plain.id in row]
+    assert "carol (self-declared)" in line and "approved" in line
+    assert shown.out.splitlines()[0].split()[:3] == ["WHEN", "(UTC)", "TENANT"]

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from durable_agents.cli import chat, commands, decisions, replay, steering, tokens
+from durable_agents.cli import audit, chat, commands, decisions, replay, steering, tokens
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.client.connection import Target, explain_rpc, with_payload_stores
@@ -241,6 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     http_serve.add_arguments(serve)
     token_cmd = command("token", tokens.token, "make tokens for the servers' principals")
     tokens.add_arguments(token_cmd)
+    audit_cmd = command(
+        "audit", audit.audit, "every decision people made, from the runs' histories"
+    )
+    audit.add_arguments(audit_cmd)
     replay_cmd = command(
         "replay", replay.replay, "replay run histories against this code (files or downloaded)"
     )
