@@ -252,8 +252,8 @@ async def test_agent_audit_lists_every_decision_with_its_maker(
     globex = await cli("audit", "--since", "10m", "--tenant", "globex", "--json")
     assert {json.loads(line)["workflow_id"] for line in globex.out.splitlines()} >= {running.id}
     assert all(json.loads(line)["tenant"] == "globex" for line in globex.out.splitlines())
-    shown = await cli("audit", "--since", "10m")
-    assert shown.code == 0, shown.err
-    [line] = [row for row in shown.out.splitlines() if plain.id in row]
+    as_table = await cli("audit", "--since", "10m")
+    assert as_table.code == 0, as_table.err
+    [line] = [row for row in as_table.out.splitlines() if plain.id in row]
     assert "carol (self-declared)" in line and "approved" in line
-    assert shown.out.splitlines()[0].split()[:3] == ["WHEN", "(UTC)", "TENANT"]
+    assert as_table.out.splitlines()[0].split()[:3] == ["WHEN", "(UTC)", "TENANT"]
