@@ -120,6 +120,7 @@ class Authentication:
 
 def caller(role: Role) -> Callable[[Any], Principal]:
     """A FastAPI dependency: the request's principal, holding `role` (403 otherwise)."""
+
     def dependency(request: Request) -> Principal:
         try:
             return require_role(principal_of(request), role)
