@@ -104,6 +104,11 @@ class StarterCannotApprove(DecisionRefused):
     approval policy says `distinct_from_starter`); the call keeps waiting for someone else."""
 
 
+class ApproverRoleMissing(DecisionRefused):
+    """The call's approval policy names the role that approves it, and the principal who
+    tried lacks it (`ApprovalRequirement.role`); nothing was sent to the run."""
+
+
 class MessageRefused(AgentError):
     """A session refused a message (it has ended, too many wait), or a run or session a
     steering message (no turn is running, the text is empty); nothing entered its history."""

@@ -200,8 +200,8 @@ async def test_a_forged_by_a_replayed_decision_and_the_two_person_rule(
         own = await api.http.post(
             f"/v1/runs/{run}/decisions", json=approve, headers=people.auth("alice")
         )
-        record("the starter approving a two-person call", own.status_code == 422)
-        assert own.status_code == 422, own.text
+        record("the starter approving a two-person call", own.status_code == 403)
+        assert own.status_code == 403, own.text
         assert "two-person rule" in own.json()["error"], own.json()
         pending = await api.http.get(f"/v1/runs/{run}/pending", headers=people.auth("alice"))
         assert [p["call_id"] for p in pending.json()] == ["w1"]  # it keeps waiting

@@ -24,7 +24,13 @@ from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agents import AgentProfile, ParentLink
 from durable_agents.contracts.principals import DEFAULT_TENANT, DecisionMaker, Principal
 from durable_agents.contracts.scratchpad import Scratchpad
-from durable_agents.errors import AlreadyDecided, InvalidInput, RunNotFound, StarterCannotApprove
+from durable_agents.errors import (
+    AlreadyDecided,
+    ApproverRoleMissing,
+    InvalidInput,
+    RunNotFound,
+    StarterCannotApprove,
+)
 from durable_agents.runtime import search_attributes
 from durable_agents.workflows.delegation import child_input
 from durable_agents.workflows.search_attributes import AGENT_TENANT
@@ -180,6 +186,21 @@ async def test_the_starter_cannot_approve_a_two_person_call(tenants: Tenants) ->
     assert [r.call_id for r in await run.pending()] == ["w1"]
     decision = await tenants.agents(ANNA).run(run.id).approve("w1")
     assert (decision.outcome, decision.by) == ("approved", "anna")
+    assert (await run.result()).answer == "ok"
+
+
+async def test_a_call_reserved_to_a_role_is_approved_only_by_that_role(tenants: Tenants) -> None:
+    """`approval: {role: admin}`: the request says so; anna (approve) is
+    `ApproverRoleMissing` and nothing is sent; an admin approves it."""
+    policy = {"rules": [{"tools": "write_*", "action": "ask", "approval": {"role": "admin"}}]}
+    run = await tenants.waiting_run(ALICE, approval_policy=policy)
+    [request] = await run.pending()
+    assert request.approval is not None and request.approval.role == "admin"
+    with pytest.raises(ApproverRoleMissing, match="'admin' role"):
+        await tenants.agents(ANNA).run(run.id).approve("w1", digest=request.args_digest)
+    assert [r.call_id for r in await run.pending()] == ["w1"]
+    decision = await tenants.agents(ROOT).run(run.id).approve("w1")
+    assert decision.by == "root"
     assert (await run.result()).answer == "ok"
 
 

@@ -78,6 +78,8 @@ class AgentClient:
         self.principal = principal
         self.tenant = principal.tenant if principal and not principal.may("admin") else None
         """The only tenant this client reaches (None: every tenant's runs)."""
+        self.roles = principal.roles if principal is not None else None
+        """The principal's roles, checked against a call's `ApprovalRequirement.role`."""
         self.maker = (
             DecisionMaker(name=principal.name, tenant=principal.tenant, self_declared=False)
             if principal is not None
@@ -201,13 +203,19 @@ class AgentClient:
             owner=self.owner,
             tenant=self.tenant,
             maker=self.maker,
+            roles=self.roles,
         )
 
     def run(self, workflow_id: str) -> RunHandle:
         """A handle on the run `workflow_id` (nothing is asked of the server yet: a run that
         does not exist is `RunNotFound` at the first call)."""
         return RunHandle(
-            self.client, workflow_id, owner=self.owner, tenant=self.tenant, maker=self.maker
+            self.client,
+            workflow_id,
+            owner=self.owner,
+            tenant=self.tenant,
+            maker=self.maker,
+            roles=self.roles,
         )
 
     async def open_run(self, workflow_id: str) -> RunHandle:
@@ -226,6 +234,7 @@ class AgentClient:
             owner=self.owner,
             tenant=self.tenant,
             maker=self.maker,
+            roles=self.roles,
             start_input=self.stamped({}),
         )
 

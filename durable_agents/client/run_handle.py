@@ -54,9 +54,10 @@ from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import ALL_PENDING, HumanDecision, PendingRequest
 from durable_agents.contracts.client_tools import CLIENT_TOOL_RESULT_UPDATE
 from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
-from durable_agents.contracts.principals import DecisionMaker
+from durable_agents.contracts.principals import DecisionMaker, Role
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import (
+    ApproverRoleMissing,
     DecisionRefused,
     InvalidInput,
     NotStartedHere,
@@ -129,6 +130,7 @@ class RunHandle:
         owner: str | None = None,
         tenant: str | None = None,
         maker: DecisionMaker | None = None,
+        roles: frozenset[Role] | None = None,
     ) -> None:
         self.client = client
         self.id = workflow_id
@@ -141,6 +143,9 @@ class RunHandle:
         self.maker = maker
         """Who this handle's decisions are signed by (a server's principal): their `by` is
         its name, whatever the caller passed."""
+        self.roles = roles
+        """The roles of the principal this handle decides for (None: not checked): an
+        approval the call's policy reserves to a role it lacks is `ApproverRoleMissing`."""
         self._tenant_checked = False
         self.digest_name = DIGEST_FIELD
         """What the interface calls the digest, in the words of a `DigestMismatch` (the CLI:
@@ -348,6 +353,22 @@ class RunHandle:
             raise not_found(self.id)
         self._tenant_checked = True
 
+    async def _check_role(self, task_queue: str, call_id: str) -> None:
+        """`ApproverRoleMissing` when the call waits for an approver of a role this handle's
+        principal lacks (an admin holds every role)."""
+        requests = await pending_requests(self.workflow, task_queue)
+        request = next((r for r in requests if r.call_id == call_id), None)
+        role = request.approval.role if request and request.approval else None
+        if role is None or self.roles is None or {role, "admin"} & self.roles:
+            return
+        who = self.maker.name if self.maker else "this principal"
+        raise ApproverRoleMissing(
+            f"cannot approve {call_id!r} in {self.id}: its approval policy reserves it to the "
+            f"{role!r} role, which {who} lacks",
+            call_id=call_id,
+            workflow_id=self.id,
+        )
+
     def signed(self, payload: dict[str, Any]) -> dict[str, Any]:
         """`payload` signed by this handle's `maker`: its name as `by` and the maker itself,
         which the workflow records (`HumanDecision.maker`)."""
@@ -384,6 +405,8 @@ class RunHandle:
         self, call_id: str, decision: str, digest: str | None, extra: dict[str, Any]
     ) -> HumanDecision:
         task_queue = await self.task_queue_if_running(decision)
+        if decision == "approve" and self.roles is not None:
+            await self._check_role(task_queue, call_id)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
         payload = self.signed(payload | {k: v for k, v in extra.items() if v is not None})
         if digest is not None:

@@ -23,7 +23,7 @@ from durable_agents.client.run_handle import STARTED_VIA, RunHandle, Steered
 from durable_agents.client.workflow_calls import send_message, signal
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import SESSION_TERMINAL_EVENT_TYPES, AgentEvent
-from durable_agents.contracts.principals import DecisionMaker
+from durable_agents.contracts.principals import DecisionMaker, Role
 from durable_agents.contracts.session import SessionStatus, TurnResult
 from durable_agents.errors import InvalidInput
 
@@ -43,6 +43,7 @@ class SessionHandle:
         owner: str | None = None,
         tenant: str | None = None,
         maker: DecisionMaker | None = None,
+        roles: frozenset[Role] | None = None,
         start_input: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
@@ -51,7 +52,9 @@ class SessionHandle:
         self.via = via
         self.run_id: str | None = None
         """The first run's id, when `AgentClient.start_session` started it."""
-        self._calls = RunHandle(client, session_id, owner=owner, tenant=tenant, maker=maker)
+        self._calls = RunHandle(
+            client, session_id, owner=owner, tenant=tenant, maker=maker, roles=roles
+        )
         """The session's own workflow, for what waits in its running turn."""
         self.start_input = dict(start_input or {})
         """The `SessionInput` its first message starts it with (its tenant and starter)."""

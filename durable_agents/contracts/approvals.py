@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from durable_agents.contracts.omitted import none_omitted
+from durable_agents.contracts.policy import ApprovalRequirement
 from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.contracts.request_kind import RequestKind
 
@@ -91,6 +92,10 @@ class PendingRequest(BaseModel):
     repeat_of: RepeatOf | None = none_omitted(
         description="Set when an identical call already ran and succeeded in this run: "
         "approving runs it again (`loop.repetition.screen_repeat`)."
+    )
+    approval: ApprovalRequirement | None = none_omitted(
+        description="Who may approve it, when the run's approval policy says (the two-person "
+        "rule, the role that approves)."
     )
 
 

@@ -79,6 +79,7 @@ class HumanGate:
         run's event stream: `approval_requested` / `question_asked`, then `approval_decided` /
         `question_answered`, before the call goes on)."""
         self.decisions.pop(request.call_id, None)  # a call approved, then sent to its client
+        request = self._with_requirement(request)
         self.pending[request.call_id] = request
         self._emit_request(request)
         self._take_early(request)
@@ -269,6 +270,14 @@ class HumanGate:
             approvals.check_edited_args(request, update.args, self._arg_models.get(request.tool))
         elif update.args is not None:
             raise approvals.DecisionRefused("args can only be given with decision 'approve'")
+
+    def _with_requirement(self, request: PendingRequest) -> PendingRequest:
+        """`request` naming who may approve it, when the run's policy says (shown to people
+        and to the servers, which check the approver's role)."""
+        rule = matching_rule(self.policy, request.tool)
+        if rule is None or rule.approval is None or request.kind is not RequestKind.APPROVAL:
+            return request
+        return request.model_copy(update={"approval": rule.approval})
 
     def _check_approver(
         self, request: PendingRequest, by: str | None, maker: DecisionMaker | None

@@ -39,6 +39,8 @@ HTTP_STATUSES: list[tuple[type[agent_errors.AgentError], int]] = [
     (agent_errors.AlreadyDecided, 409),
     (agent_errors.DigestMismatch, 409),
     (agent_errors.MessageRefused, 409),
+    (agent_errors.ApproverRoleMissing, 403),
+    (agent_errors.StarterCannotApprove, 403),
     (agent_errors.DecisionRefused, 422),
     (agent_errors.TemporalError, 502),
 ]
