@@ -30,7 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -43,7 +46,7 @@ from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, live_api
 from tests.test_browser_attacks import A2A_VERSION, MCP_ACCEPT, MCP_INITIALIZE, a2a_send, absent
-from tests.test_mcp_gateway import http_gateway, workflow_ids
+from tests.test_mcp_gateway import http_gateway, text_of, workflow_ids
 
 TENANT = "default"
 CREW: dict[str, frozenset[Role]] = {
@@ -416,6 +419,23 @@ async def test_the_gateways_take_the_principals_and_check_roles(
         assert by_reader.status_code == 200, by_reader.text  # JSON-RPC errors come in a 200
         TALLY.record("reader starting an A2A task", "error" in by_reader.json())
         assert "needs the 'start' role" in by_reader.json()["error"]["message"], by_reader.json()
+        assert await workflow_ids(temporal_env, agent.task_queue) == []
+        async with (
+            httpx2.AsyncClient(headers=crew.auth("reader"), timeout=60) as as_reader,
+            streamable_http_client(mcp, http_client=as_reader) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for tool, arguments in (
+                ("run_agent", {"prompt": "attack", "workflow_id": "access-attack-run"}),
+                ("send_message", {"session_id": "access-attack-chat", "text": "attack"}),
+                ("decide", {"workflow_id": "r", "call_id": "w1", "decision": "approve"}),
+            ):
+                result = await session.call_tool(tool, arguments)
+                TALLY.record(f"reader calling the MCP tool {tool}", result.is_error)
+                assert result.is_error and "needs the '" in text_of(result), text_of(result)
+            listed = await session.call_tool("pending", {"workflow_id": "access-attack-run"})
+            assert "needs the" not in text_of(listed)  # reading is the reader's role
         assert await workflow_ids(temporal_env, agent.task_queue) == []
         agent.fake.enqueue(fake.text("Hello from A2A."))
         own = await http.post(
