@@ -25,20 +25,22 @@ from tests.server_process import server_process
 
 def principals_file(tmp_path: Path, limits: str) -> tuple[Path, dict[str, str]]:
     """`alice` with `limits` (a TOML inline table) and `bob` without, both `start` and `read`
-    in tenant `acme`; their tokens."""
+    in tenant `acme`; their tokens. The names are new for each test (the dev server, and the
+    runs counted, are the whole session's)."""
     tokens = {name: f"{name}-{uuid.uuid4().hex}" for name in ("alice", "bob")}
+    suffix = uuid.uuid4().hex[:8]
     path = tmp_path / "principals.toml"
     path.write_text(
         f"""
 [[principal]]
-name = "alice"
+name = "alice-{suffix}"
 token_sha256 = "{token_digest(tokens["alice"])}"
 tenant = "acme"
 roles = ["start", "read"]
 limits = {limits}
 
 [[principal]]
-name = "bob"
+name = "bob-{suffix}"
 token_sha256 = "{token_digest(tokens["bob"])}"
 tenant = "acme"
 roles = ["start", "read"]
@@ -135,3 +137,26 @@ async def test_tokens_per_day_are_read_from_the_runs(
         assert retry_after > 86_000  # when the run that used them leaves the day
         assert f"used {used} tokens" in refused.json()["error"]
     assert len(await runs_of(temporal_env, agent)) == 1
+
+
+async def test_tokens_of_a_run_still_running_count_too(
+    agent: AgentHarness, temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A run that waits for an approval has spent its first model call's tokens: read from
+    its `status` (the test's namespace keeps no `AgentTokens`)."""
+    path, tokens = principals_file(tmp_path, "{ tokens_per_day = 100 }")
+    agent.fake.enqueue(
+        fake.tool_calls(
+            fake.call("write_file", {"path": "a.txt", "content": "x"}, id="w1"), usage=(90, 30)
+        )
+    )
+    environ = {"AGENT_PRINCIPALS_FILE": str(path)}
+    async with server_process(agent, temporal_env, "serve", environ=environ) as served:
+        first = await start(served.url, tokens["alice"], "write it", tools=["write_file"])
+        assert first.status_code == 201, first.text
+        waiting = temporal_env.client.get_workflow_handle(first.json()["workflow_id"])
+        await wait_for_pending(waiting)
+        refused = await start(served.url, tokens["alice"], "more")
+        assert_refused(refused, "tokens_per_day", 86_400)
+        assert (await start(served.url, tokens["bob"], "bob's")).status_code == 201
+        await waiting.cancel()

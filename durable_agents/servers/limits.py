@@ -10,8 +10,9 @@ The counts are read from Temporal at each start of a principal with limits:
 - the runs it started: `AgentWorkflow` runs whose memo names it (`starter`, and its `tenant`),
   read from visibility (`StartTime` within the window, or `ExecutionStatus = 'Running'`);
 - their tokens: the `AgentTokens` search attribute the run keeps (where the namespace has it
-  registered), else, for a run that completed, its result's `usage.total_tokens`. A run that
-  failed and keeps no `AgentTokens` counts 0.
+  registered); else, for a run that completed, its result's `usage.total_tokens`, and for a
+  running one its `status` query's usage. A run that failed and keeps no `AgentTokens`, or a
+  running one no worker answers for within `STATUS_TIMEOUT`, counts 0.
 - the starts this process made in the last `RECENT_SECONDS`, which visibility may not show yet
   (it is updated a moment after a start), are added to what it shows.
 
@@ -34,7 +35,7 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -42,7 +43,9 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from durable_agents.client.connection import STARTER_MEMO, TENANT_MEMO
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.principals import Principal, PrincipalLimits
+from durable_agents.runtime.temporal_client import engine_client
 from durable_agents.workflows.search_attributes import AGENT_TOKENS
 
 WORKFLOW_TYPE = "AgentWorkflow"
@@ -51,6 +54,7 @@ DAY = 86_400.0
 RECENT_SECONDS = 30.0
 """How long this process remembers a start of its own (visibility shows it well before)."""
 CONCURRENCY_RETRY_SECONDS = 5
+STATUS_TIMEOUT = timedelta(seconds=2)
 
 
 class LimitExceeded(Exception):
@@ -98,7 +102,7 @@ class StartLimits:
     """Checks the `PrincipalLimits` of each start (see the module docstring)."""
 
     def __init__(self, client: Client, clock: Callable[[], float] = time.time) -> None:
-        self.client = client
+        self.client = engine_client(client)
         self.clock = clock
         self._locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._recent: defaultdict[str, dict[str, float]] = defaultdict(dict)
@@ -180,8 +184,20 @@ class StartLimits:
         running = execution.status == WorkflowExecutionStatus.RUNNING
         tokens = execution.typed_search_attributes.get(AGENT_TOKENS)
         if tokens is None:
-            tokens = 0 if running else await self._result_tokens(execution)
+            read = self._status_tokens if running else self._result_tokens
+            tokens = await read(execution)
         return CountedRun(execution.id, execution.start_time.timestamp(), running, tokens)
+
+    async def _status_tokens(self, execution: WorkflowExecution) -> int:
+        """A running run's tokens so far, from its `status` query (0 when no worker answers)."""
+        handle = self.client.get_workflow_handle(execution.id, run_id=execution.run_id)
+        try:
+            status = await handle.query(
+                "status", result_type=AgentStatus, rpc_timeout=STATUS_TIMEOUT
+            )
+        except Exception:  # no worker answered in time: nothing known to count
+            return 0
+        return status.usage.total_tokens
 
     async def _result_tokens(self, execution: WorkflowExecution) -> int:
         """A closed run's tokens from its result (0 when it has none); kept, since a closed
