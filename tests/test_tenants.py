@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from temporalio.client import Client
@@ -32,12 +33,15 @@ from durable_agents.errors import (
     StarterCannotApprove,
 )
 from durable_agents.runtime import search_attributes
+from durable_agents.servers.auth.authenticator import Authenticator, PrincipalsSource
+from durable_agents.servers.auth.principals_file import add_principal
 from durable_agents.workflows.delegation import child_input
 from durable_agents.workflows.search_attributes import AGENT_TENANT
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
-from tests.conftest import FAKE_MODEL, started_workers
+from tests.conftest import FAKE_MODEL, AgentHarness, started_workers
+from tests.http_api_support import live_api
 from tests.scripted_model import ScriptedChatModel
 from tests.test_cli_run import AgentCli
 
@@ -278,3 +282,33 @@ async def test_agent_audit_lists_every_decision_with_its_maker(
     [line] = [row for row in as_table.out.splitlines() if plain.id in row]
     assert "carol (self-declared)" in line and "approved" in line
     assert as_table.out.splitlines()[0].split()[:3] == ["WHEN", "(UTC)", "TENANT"]
+
+
+async def test_each_principal_lists_only_its_tenants_runs(tenants: Tenants, tmp_path: Path) -> None:
+    """`GET /v1/runs` on a real `agent serve` with a principals file: alice sees acme's runs,
+    bob globex's, an admin both (the `AgentTenant` visibility query)."""
+    path = tmp_path / "principals.toml"
+    tokens = {p.name: add_principal(path, p.name, p.tenant, p.roles) for p in (ALICE, BOB, ROOT)}
+    acme = await tenants.waiting_run(ALICE)
+    await acme.reject("w1")  # (the model's next reply is its: one run at a time)
+    await acme.result()
+    globex = await tenants.waiting_run(BOB)
+    await globex.reject("w1")
+    harness = cast(AgentHarness, SimpleNamespace(client=tenants.client, task_queue=tenants.queue))
+    authenticator = Authenticator(principals=PrincipalsSource(path))
+    async with live_api(harness, token=None, authenticator=authenticator) as api:
+
+        async def listed(name: str) -> set[str]:
+            headers = {"Authorization": f"Bearer {tokens[name]}"}
+            answer = await api.http.get("/v1/runs?limit=1000", headers=headers)
+            assert answer.status_code == 200, answer.text
+            return {run["workflow_id"] for run in answer.json()}
+
+        async def separated() -> bool:
+            alices, bobs, roots = await listed("alice"), await listed("bob"), await listed("root")
+            assert acme.id in alices and globex.id not in alices
+            assert globex.id in bobs and acme.id not in bobs
+            assert {acme.id, globex.id} <= roots
+            return True
+
+        await eventually(separated, what="each tenant's runs listed apart")

@@ -32,11 +32,11 @@ from temporalio.service import RPCError
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK, CliError
-from durable_agents.client.connection import TENANT_MEMO
+from durable_agents.client.connection import run_tenant
 from durable_agents.client.workflow_calls import SESSION_TYPE, WORKFLOW_TYPE
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import HumanDecision
-from durable_agents.contracts.principals import DEFAULT_TENANT, TENANT_PATTERN
+from durable_agents.contracts.principals import TENANT_PATTERN
 from durable_agents.loop.approvals import args_digest
 from durable_agents.workflows.search_attributes import AGENT_TENANT
 
@@ -156,15 +156,6 @@ def visibility_query(since: datetime, tenant: str | None) -> str:
     return f'{query} AND {AGENT_TENANT.name}="{tenant}"' if tenant else query
 
 
-async def execution_tenant(execution: WorkflowExecution) -> str:
-    """The run's tenant: `AgentTenant`, else its memo's, else the default tenant."""
-    tenant = execution.typed_search_attributes.get(AGENT_TENANT)
-    if tenant:
-        return tenant
-    recorded = (await execution.memo()).get(TENANT_MEMO)
-    return recorded if isinstance(recorded, str) and recorded else DEFAULT_TENANT
-
-
 async def decisions_in(
     events: Iterable[HistoryEvent], converter: DataConverter
 ) -> AsyncIterator[tuple[HumanDecision, str | None]]:
@@ -197,13 +188,13 @@ async def audit_records(client: Client, since: datetime, tenant: str | None) -> 
     """Every decision since `since` (in `tenant`), oldest first (see the module docstring)."""
     records: dict[tuple[str, str, str, str], AuditRecord] = {}
     async for execution in client.list_workflows(visibility_query(since, tenant)):
-        run_tenant = await execution_tenant(execution)
+        tenant_of_run = await run_tenant(execution)
         handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
         history = await handle.fetch_history()
         async for decision, tool in decisions_in(history.events, client.data_converter):
             if decision.at < since:
                 continue
-            record = audit_record(execution, run_tenant, decision, tool)
+            record = audit_record(execution, tenant_of_run, decision, tool)
             key = (record.workflow_id, record.call_id, record.at, record.outcome)
             if tool is not None or key not in records:
                 records[key] = record

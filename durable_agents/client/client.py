@@ -17,13 +17,14 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecution
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import STARTER_MEMO, TENANT_MEMO, explain_rpc
+from durable_agents.client.connection import STARTER_MEMO, TENANT_MEMO, explain_rpc, run_tenant
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, started_by
 from durable_agents.client.run_input import run_input
 from durable_agents.client.session_handle import SessionHandle
@@ -37,9 +38,34 @@ from durable_agents.contracts.principals import DecisionMaker, Principal
 from durable_agents.errors import InvalidInput, RunAlreadyStarted
 from durable_agents.runtime.temporal_client import engine_client
 from durable_agents.tools.agents import AgentProfiles
+from durable_agents.workflows.search_attributes import AGENT_TENANT
 
 if TYPE_CHECKING:
     from durable_agents.agent import Agent
+
+
+@dataclass(frozen=True)
+class ListedRun:
+    """A run or a session as a list shows it."""
+
+    workflow_id: str
+    workflow_type: str
+    status: str
+    start_time: str
+    close_time: str | None
+    tenant: str
+
+    @classmethod
+    async def of(cls, execution: WorkflowExecution) -> ListedRun:
+        status = execution.status.name if execution.status is not None else "UNKNOWN"
+        return cls(
+            workflow_id=execution.id,
+            workflow_type=execution.workflow_type,
+            status=status,
+            start_time=execution.start_time.isoformat(),
+            close_time=execution.close_time.isoformat() if execution.close_time else None,
+            tenant=await run_tenant(execution),
+        )
 
 
 class AgentClient:
@@ -255,6 +281,21 @@ class AgentClient:
         session = self.session(session_id, task_queue=self._queue(task_queue))
         session.run_id = run_id
         return session
+
+    async def list_runs(self, *, limit: int = 100) -> list[ListedRun]:
+        """The newest runs and sessions this client reaches (its principal's tenant, by the
+        `AgentTenant` search attribute), at most `limit`. `TemporalError` when the namespace
+        cannot filter by it (not registered: a worker registers it at start)."""
+        query = f'(WorkflowType="{WORKFLOW_TYPE}" OR WorkflowType="{SESSION_TYPE}")'
+        if self.tenant is not None:
+            query += f' AND {AGENT_TENANT.name}="{self.tenant}"'
+        listed: list[ListedRun] = []
+        try:
+            async for execution in self.client.list_workflows(query, limit=limit):
+                listed.append(await ListedRun.of(execution))
+        except RPCError as error:
+            raise explain_rpc(error, None, "cannot list the runs") from None
+        return listed
 
     def memo(self, tenant: str | None) -> dict[str, str]:
         """What a run or a session this client starts records in its memo: the server that

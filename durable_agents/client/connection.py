@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 
 from temporalio.client import (
     Client,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
@@ -211,10 +212,10 @@ def not_found(workflow_id: str) -> RunNotFound:
     )
 
 
-async def run_tenant(description: WorkflowExecutionDescription) -> str:
-    """The tenant of a described run or session: its `AgentTenant` search attribute, else the
-    tenant its starter recorded in its memo, else the default tenant (a run started without
-    one, by the Temporal CLI, before its first workflow task)."""
+async def run_tenant(description: WorkflowExecution) -> str:
+    """The tenant of a run or a session (described or listed): its `AgentTenant` search
+    attribute, else the tenant its starter recorded in its memo, else the default tenant (a
+    run started without one, by the Temporal CLI, before its first workflow task)."""
     tenant = description.typed_search_attributes.get(AGENT_TENANT)
     if tenant:
         return tenant

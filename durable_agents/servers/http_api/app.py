@@ -180,6 +180,13 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
             started(handle.id)
         return Started(workflow_id=handle.id, run_id=handle.run_id)
 
+    @app.get("/v1/runs", tags=["runs"])
+    async def list_runs(
+        principal: Reader, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    ) -> list[dict[str, Any]]:
+        """The newest runs and sessions of the principal's tenant (an admin: of every tenant)."""
+        return await runs.of(principal).listed(limit)
+
     @app.get("/v1/runs/{workflow_id:anypath}/result", tags=["runs"])
     async def run_result(workflow_id: Id, principal: Reader, wait: Wait = False) -> Response:
         """The result (`AgentResult`, or how the run failed); 202 while it runs."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecutionDescription
@@ -76,6 +77,10 @@ class Runs:
     async def start(self, body: StartRun) -> RunHandle:
         """Start an `AgentWorkflow` run (409 if one with the id runs)."""
         return await http(self.agents.start_input(body.workflow_input(), id=body.id))
+
+    async def listed(self, limit: int) -> list[dict[str, Any]]:
+        """The newest runs and sessions this request's principal reaches."""
+        return [asdict(run) for run in await http(self.agents.list_runs(limit=limit))]
 
     async def status(self, workflow_id: str) -> dict[str, Any]:
         """As `agent status --json`: the execution status and the `status` query's answer."""
