@@ -14,6 +14,7 @@ Every journey goes through a documented interface (the `agent` command, the HTTP
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -24,6 +25,7 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.testing.fake_openai import FakeOpenAIServer
 from scripts.real_model import RealModelServer, worker_environment
 from testkit.crash_tools import WorkerProcess
 from tests.test_cli_run import AgentCli
@@ -68,19 +70,18 @@ class RealWorker:
     process: WorkerProcess
 
 
-@pytest.fixture(scope="session")
-async def real_worker(
-    temporal_env: WorkflowEnvironment,
-    real_model_server: RealModel,
-    tmp_path_factory: pytest.TempPathFactory,
+@contextlib.asynccontextmanager
+async def worker_against(
+    base_url: str, temporal_env: WorkflowEnvironment, root: Path
 ) -> AsyncIterator[RealWorker]:
-    root = tmp_path_factory.mktemp("real-worker")
+    """`worker.py` pointed at the model server at `base_url` by the variables `make real-model`
+    prints, on its own task queue of the session's Temporal dev server."""
     workspace = root / "workspace"
     workspace.mkdir()
     address = temporal_env.client.service_client.config.target_host
     task_queue = f"agents-real-{uuid.uuid4()}"
     env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
-    env |= worker_environment(real_model_server.base_url)
+    env |= worker_environment(base_url)
     env |= {
         "TEMPORAL_ADDRESS": address,
         "TASK_QUEUE": task_queue,
@@ -99,3 +100,33 @@ async def real_worker(
         )
     finally:
         await process.stop()
+
+
+@pytest.fixture(scope="session")
+async def real_worker(
+    temporal_env: WorkflowEnvironment,
+    real_model_server: RealModel,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[RealWorker]:
+    root = tmp_path_factory.mktemp("real-worker")
+    async with worker_against(real_model_server.base_url, temporal_env, root) as worker:
+        yield worker
+
+
+@pytest.fixture(scope="module")
+def scripted_model() -> Iterator[FakeOpenAIServer]:
+    """The scripted fake model server, for the journeys' twins (`test_journeys_scripted.py`)."""
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+async def scripted_worker(
+    temporal_env: WorkflowEnvironment,
+    scripted_model: FakeOpenAIServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[RealWorker]:
+    """`worker.py` as in `real_worker`, pointed at the scripted fake instead of the model."""
+    root = tmp_path_factory.mktemp("scripted-worker")
+    async with worker_against(scripted_model.base_url, temporal_env, root) as worker:
+        yield worker

@@ -29,9 +29,27 @@ from testkit.eventually import eventually
 from tests.real.conftest import RealWorker
 from tests.test_cli_run import ROOT, Done
 
-RUN_TIMEOUT = 180.0
+RUN_TIMEOUT = 600.0
+"""Generous: a CPU shared with other work answers a call in seconds to a minute."""
+SERVE_READY_TIMEOUT = 90.0
 WORKFLOW_SIDE_TOOLS = frozenset({"ask_user", "final_answer"})
 """Tools the workflow answers itself (a person's reply, the answer): no activity."""
+
+
+SLOW_MODEL_INPUT = {"model_timeout_seconds": 600}
+"""A model call on a shared 2-core CPU can take minutes (1-2 tokens a second when the machine
+is busy, behind another run's call): the run's limit per call attempt (default 120 s) is raised
+as a user of a slow local model would."""
+
+
+def with_slow_model_input(args: tuple[str, ...]) -> list[str]:
+    """`args` with `SLOW_MODEL_INPUT` merged into its `--input-json` (added when absent)."""
+    given = list(args)
+    if "--input-json" not in given:
+        return [*given, "--input-json", json.dumps(SLOW_MODEL_INPUT)]
+    at = given.index("--input-json") + 1
+    given[at] = json.dumps(SLOW_MODEL_INPUT | json.loads(given[at]))
+    return given
 
 
 @dataclass
@@ -51,7 +69,14 @@ async def agent_run(real: RealWorker, prompt: str, *args: str, stdin: str | None
     """`agent run PROMPT ARGS --id ... --json`, its JSON result read and its history checked."""
     workflow_id = f"real-{uuid.uuid4().hex[:12]}"
     done = await real.cli(
-        "run", prompt, "--id", workflow_id, "--json", *args, stdin=stdin, timeout=RUN_TIMEOUT
+        "run",
+        prompt,
+        "--id",
+        workflow_id,
+        "--json",
+        *with_slow_model_input(args),
+        stdin=stdin,
+        timeout=RUN_TIMEOUT,
     )
     assert "Traceback" not in done.err, done.err
     result = AgentResult.model_validate_json(done.out)
@@ -131,10 +156,15 @@ async def agent_serve(real: RealWorker) -> AsyncIterator[Api]:
     try:
         async with httpx.AsyncClient(base_url=url, timeout=RUN_TIMEOUT) as http:
 
-            async def healthy() -> None:
-                assert (await http.get("/healthz")).status_code == 200
+            async def healthy() -> bool:
+                return (await http.get("/healthz")).status_code == 200
 
-            await eventually(healthy, timeout=30, what="agent serve to answer")
+            await eventually(
+                healthy,
+                timeout=SERVE_READY_TIMEOUT,
+                what="agent serve to answer",
+                retry_on=(AssertionError, httpx.TransportError),  # not listening yet
+            )
             yield Api(url, http)
     finally:
         process.terminate()

