@@ -98,9 +98,13 @@ TALLY = Tally()
 
 
 @asynccontextmanager
-async def guarded_serve(agent: AgentHarness, crew: Crew) -> AsyncIterator[LiveApi]:
+async def guarded_serve(
+    agent: AgentHarness, crew: Crew, max_open_requests: int | None = None
+) -> AsyncIterator[LiveApi]:
     """`agent serve` taking the crew's tokens (and no other), its client sending none."""
-    authenticator = Authenticator(principals=PrincipalsSource(crew.path))
+    authenticator = Authenticator(
+        principals=PrincipalsSource(crew.path), max_open_requests=max_open_requests
+    )
     async with live_api(agent, token=None, authenticator=authenticator) as live:
         yield live
 
@@ -351,9 +355,10 @@ FLOOD = 60
 
 
 async def test_a_flood_of_sse_connections(agent: AgentHarness, crew: Crew) -> None:
-    """Without a token each stream is 401 at once; with one, 60 open streams of the same run
-    leave the server answering its other requests, and close when their clients go."""
-    async with guarded_serve(agent, crew) as api:
+    """Without a token each stream is 401 at once. With one, a principal may hold
+    `max_open_requests` streams (here 60): the next request is 429 with `Retry-After`, while
+    another principal is answered at once; once the streams close, it is answered again."""
+    async with guarded_serve(agent, crew, max_open_requests=FLOOD) as api:
         run, _ = await waiting_run(agent, api, crew)
         path = f"/v1/runs/{run}/events"
 
@@ -381,13 +386,24 @@ async def test_a_flood_of_sse_connections(agent: AgentHarness, crew: Crew) -> No
 
         streams = [asyncio.create_task(reader_stream()) for _ in range(FLOOD)]
         await asyncio.wait_for(opened.wait(), 60)
+        for extra in (path, f"/v1/runs/{run}"):
+            over = await api.http.get(extra, headers=crew.auth("reader"))
+            TALLY.refused(over, 429, f"request {FLOOD + 1} of one principal: {extra}")
+            assert over.headers["retry-after"] == "1", over.headers
         started = asyncio.get_running_loop().time()
-        answer = await api.http.get(f"/v1/runs/{run}", headers=crew.auth("reader"))
-        assert answer.status_code == 200, answer.text
+        other = await api.http.get(f"/v1/runs/{run}", headers=crew.auth("approver"))
+        assert other.status_code == 200, other.text
         assert asyncio.get_running_loop().time() - started < 5
         for stream in streams:
             stream.cancel()
         await asyncio.gather(*streams, return_exceptions=True)
+
+        async def answered_again() -> bool:
+            again = await api.http.get(f"/v1/runs/{run}", headers=crew.auth("reader"))
+            assert again.status_code == 200, again.text
+            return True
+
+        await eventually(answered_again, what="the reader's streams to be closed")
         await still_waiting(agent, api, crew, run)
 
 

@@ -214,6 +214,10 @@ class EnvironmentSettings(BaseSettings):
     api_token: SecretStr | None = _env("AGENT_API_TOKEN", default=None)
     """One bearer token (16 characters at least) that is an admin of the default tenant on
     every server. Never logged or printed."""
+    max_open_requests: int = _env("AGENT_MAX_OPEN_REQUESTS", default=100, ge=1)
+    """The most requests one principal may have open at once on a server (event streams and
+    `?wait=true` included); one more is 429 with `Retry-After`. Not applied to the local user
+    of a server without credentials."""
     oidc_issuer: str | None = _env("AGENT_OIDC_ISSUER", default=None)
     """An OIDC issuer whose JWTs the servers take (the `oidc` extra): signed by a key of its
     JWKS, for `AGENT_OIDC_AUDIENCE`, not expired."""

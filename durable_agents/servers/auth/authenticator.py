@@ -88,6 +88,8 @@ class Authenticator:
     principals: PrincipalsSource | None = None
     api_token: str | None = field(default=None, repr=False)
     oidc: OidcVerifier | None = None
+    max_open_requests: int | None = None
+    """The most requests one principal may have open at once (None: no limit)."""
     clock: Callable[[], datetime] = utc_now
 
     @classmethod
@@ -114,7 +116,12 @@ class Authenticator:
                 )
             )
         source = PrincipalsSource(settings.principals_file) if settings.principals_file else None
-        return cls(principals=source, api_token=token, oidc=oidc)
+        return cls(
+            principals=source,
+            api_token=token,
+            oidc=oidc,
+            max_open_requests=settings.max_open_requests,
+        )
 
     @property
     def configured(self) -> bool:

@@ -4,6 +4,8 @@ JSON shape as every other refusal.
 
 - A request without a principal is 401 with `WWW-Authenticate: Bearer` (and
   `error="invalid_token"` for a wrong or expired one, RFC 6750).
+- A principal with `max_open_requests` requests open (a flood of event streams) is 429 with
+  `Retry-After` for one more.
 - Otherwise the principal goes into the request's state: handlers read it with
   `principal_of(request)` (`request.state.principal` in FastAPI and Starlette).
 - What it may do is checked where the server knows what a request does: `require_role`
@@ -33,6 +35,8 @@ from durable_agents.servers.request_guards import ASGIApp, Receive, Scope, Send,
 PRINCIPAL_STATE = "principal"
 """The key of the principal in the ASGI scope's `state` (`request.state.principal`)."""
 REALM = "agent"
+RETRY_OPEN_SECONDS = 1
+"""`Retry-After` of a 429 for too many open requests: one may close any moment."""
 
 
 class RoleMissing(Exception):
@@ -89,6 +93,8 @@ class Authentication:
         self.authenticator = authenticator
         self.public_paths = frozenset(public_paths)
         self.public_prefixes = public_prefixes
+        self._open: dict[tuple[str, str], int] = {}
+        """Requests open now, by principal (tenant, name)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self._public(scope):
@@ -109,7 +115,29 @@ class Authentication:
             )
             return
         scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
-        await self.app(scope, receive, send)
+        if not self.authenticator.configured:  # the local user, on loopback
+            await self.app(scope, receive, send)
+            return
+        limit = self.authenticator.max_open_requests
+        key = (principal.tenant, principal.name)
+        if limit is not None and self._open.get(key, 0) >= limit:
+            await send_json(
+                send,
+                429,
+                {
+                    "error": f"principal {principal.name!r} has {limit} requests open (event "
+                    "streams included), the most it may: close one, then try again"
+                },
+                retry_after=str(RETRY_OPEN_SECONDS),
+            )
+            return
+        self._open[key] = self._open.get(key, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._open[key] -= 1
+            if not self._open[key]:
+                del self._open[key]
 
     def _public(self, scope: Scope) -> bool:
         if scope.get("method") == "OPTIONS":
