@@ -12,14 +12,13 @@ in front of the real dev server and worker:
 - the starter approving their own two-person call: refused naming the rule, the call waits,
   another principal of the tenant approves it.
 
-With `ACCESS_ATTACKS_TALLY=FILE`, each case is one line `tried|refused<TAB>case` in FILE, as in
-tests/test_access_attacks.py (RELIABILITY.md counts them).
+Each case is counted by tests/test_access_attacks.py's `TALLY` (`ACCESS_ATTACKS_TALLY=FILE`:
+one line `tried|refused<TAB>case` a case; RELIABILITY.md counts them).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,6 +40,7 @@ from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, live_api
+from tests.test_access_attacks import TALLY
 from tests.test_browser_attacks import A2A_VERSION, a2a_send
 from tests.test_mcp_gateway import http_gateway
 
@@ -54,14 +54,6 @@ WRITE = {"path": "w.txt", "content": "hi"}
 TWO_PERSON = {
     "rules": [{"tools": "write_*", "action": "ask", "approval": {"distinct_from_starter": True}}]
 }
-
-
-def record(case: str, refused: bool) -> None:
-    """One case tried, for RELIABILITY.md's counts (see the module docstring)."""
-    target = os.environ.get("ACCESS_ATTACKS_TALLY")
-    if target:
-        with open(target, "a", encoding="utf-8") as out:
-            out.write(f"{'refused' if refused else 'tried'}\t{case}\n")
 
 
 @dataclass
@@ -157,14 +149,14 @@ async def test_another_tenants_run_and_session_are_missing_through_every_route(
                 method, path.format(id=missing, sid=missing), json=body, headers=bob
             )
             case = f"another tenant's run: {method} {path} {json.dumps(body)[:40]}"
-            record(case, theirs.status_code == 404)
+            TALLY.record(case, theirs.status_code == 404)
             assert theirs.status_code == 404, (case, theirs.text)
             assert as_missing(theirs, target) == as_missing(nobodys, missing), case
 
         message = await api.http.post(
             f"/v1/sessions/{session}/messages", json={"text": "leak it"}, headers=bob
         )
-        record("another tenant's session: a message", message.status_code == 404)
+        TALLY.record("another tenant's session: a message", message.status_code == 404)
         assert message.status_code == 404, message.text
         thread = await api.http.post(
             "/agui",
@@ -175,7 +167,7 @@ async def test_another_tenants_run_and_session_are_missing_through_every_route(
             },
             headers=bob,
         )  # fmt: skip
-        record("another tenant's AG-UI thread", thread.status_code == 404)
+        TALLY.record("another tenant's AG-UI thread", thread.status_code == 404)
         assert thread.status_code == 404, thread.text
 
         status = await api.http.get(f"/v1/sessions/{session}", headers=people.auth("alice"))
@@ -187,7 +179,7 @@ async def test_another_tenants_run_and_session_are_missing_through_every_route(
             json={"prompt": "x", "tenant": "globex"},
             headers=people.auth("alice"),
         )
-        record("starting a run in another tenant", refused.status_code == 422)
+        TALLY.record("starting a run in another tenant", refused.status_code == 422)
         assert refused.status_code == 422 and "tenant" in refused.text, refused.text
 
 
@@ -200,7 +192,7 @@ async def test_a_forged_by_a_replayed_decision_and_the_two_person_rule(
         own = await api.http.post(
             f"/v1/runs/{run}/decisions", json=approve, headers=people.auth("alice")
         )
-        record("the starter approving a two-person call", own.status_code == 403)
+        TALLY.record("the starter approving a two-person call", own.status_code == 403)
         assert own.status_code == 403, own.text
         assert "two-person rule" in own.json()["error"], own.json()
         pending = await api.http.get(f"/v1/runs/{run}/pending", headers=people.auth("alice"))
@@ -211,7 +203,7 @@ async def test_a_forged_by_a_replayed_decision_and_the_two_person_rule(
             f"/v1/runs/{run}/decisions", json=forged, headers=people.auth("anna")
         )
         assert decided.status_code == 200, decided.text
-        record("a forged by", decided.json()["by"] == "anna")
+        TALLY.record("a forged by", decided.json()["by"] == "anna")
         assert decided.json()["by"] == "anna"
         assert decided.json()["maker"] == {
             "name": "anna", "tenant": "acme", "self_declared": False
@@ -219,7 +211,7 @@ async def test_a_forged_by_a_replayed_decision_and_the_two_person_rule(
         again = await api.http.post(
             f"/v1/runs/{run}/decisions", json=forged, headers=people.auth("anna")
         )
-        record("a replayed decision", again.status_code == 409)
+        TALLY.record("a replayed decision", again.status_code == 409)
         assert again.status_code == 409, again.text
         result = await api.http.get(f"/v1/runs/{run}/result?wait=true", headers=people.auth("anna"))
         [step] = result.json()["steps"]
@@ -272,7 +264,7 @@ async def test_another_tenants_run_is_missing_to_the_mcp_tools_and_a2a_tasks(
         for tool, arguments in calls:
             theirs = await bob.call_tool(tool, {"workflow_id": run, **arguments})
             nobodys = await bob.call_tool(tool, {"workflow_id": missing, **arguments})
-            record(f"another tenant's run: MCP {tool}", theirs.is_error)
+            TALLY.record(f"another tenant's run: MCP {tool}", theirs.is_error)
             assert theirs.is_error, (tool, tool_text(theirs))
             assert tool_text(theirs).replace(run, "<id>") == tool_text(nobodys).replace(
                 missing, "<id>"
@@ -299,12 +291,12 @@ async def test_another_tenants_run_is_missing_to_the_mcp_tools_and_a2a_tasks(
         await eventually(alices_waits, what="alice's A2A task waiting for her")
         their_task = await get_task(task, "bob")
         no_task = await get_task(str(uuid.uuid4()), "bob")
-        record("another tenant's A2A task", "error" in their_task)
+        TALLY.record("another tenant's A2A task", "error" in their_task)
         assert "error" in their_task, their_task
         assert their_task["error"]["code"] == no_task["error"]["code"], (their_task, no_task)
         answer = a2a_send("approve")
         answer["params"]["message"]["taskId"] = task
         answered = await http.post(a2a, json=answer, headers={**A2A_VERSION, **people.auth("bob")})
-        record("another tenant's A2A task: an answer", "error" in answered.json())
+        TALLY.record("another tenant's A2A task: an answer", "error" in answered.json())
         assert "error" in answered.json(), answered.json()
         assert (await alices_waits()) is True  # still waits for alice

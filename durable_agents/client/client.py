@@ -222,15 +222,9 @@ class AgentClient:
             static_details=run_details(payload, by, self.started_by),
             memo=memo,
         )
-        return RunHandle(
-            self.client,
-            workflow_id,
-            run_id=run_id,
-            owner=self.owner,
-            tenant=self.tenant,
-            maker=self.maker,
-            roles=self.roles,
-        )
+        handle = self.run(workflow_id)
+        handle.run_id = run_id
+        return handle
 
     def run(self, workflow_id: str) -> RunHandle:
         """A handle on the run `workflow_id` (nothing is asked of the server yet: a run that
