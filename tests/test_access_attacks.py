@@ -21,7 +21,6 @@ import base64
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,7 +44,15 @@ from durable_agents.testing import fake_openai as fake
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.http_api_support import LiveApi, live_api
-from tests.test_browser_attacks import A2A_VERSION, MCP_ACCEPT, MCP_INITIALIZE, a2a_send, absent
+from tests.test_browser_attacks import (
+    A2A_VERSION,
+    MCP_ACCEPT,
+    MCP_INITIALIZE,
+    a2a_send,
+    absent,
+    agui_input,
+    wid,
+)
 from tests.test_mcp_gateway import http_gateway, text_of, workflow_ids
 
 TENANT = "default"
@@ -107,22 +114,6 @@ async def guarded_serve(
     )
     async with live_api(agent, token=None, authenticator=authenticator) as live:
         yield live
-
-
-def wid(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-def agui_input(thread: str, text: str) -> dict[str, Any]:
-    return {
-        "threadId": thread,
-        "runId": "x",
-        "state": {},
-        "messages": [{"id": "m1", "role": "user", "content": text}],
-        "tools": [],
-        "context": [],
-        "forwardedProps": {},
-    }
 
 
 @dataclass(frozen=True)
