@@ -94,17 +94,7 @@ def fit_context(
     if totals[size] <= max_tokens:
         return ContextFit(kept_from=1, estimated_tokens=totals[size])
     budget = max_tokens - pinned_tokens - reserve_tokens - NOTE_RESERVE_TOKENS
-    cuts = _Cuts(tally, messages, prompt_index)
-    last = cuts.last()
-    fitting = cuts.first_fitting(totals, budget, prompt)
-    if fitting is None:
-        kept_from = size if last is None else last
-    else:
-        step = max(1, budget // TRIM_STEPS)
-        boundary = cuts.next(bisect_left(totals, -(-totals[fitting] // step) * step, fitting))
-        kept_from = (
-            boundary if boundary is not None and last is not None and boundary <= last else fitting
-        )
+    kept_from = _Cuts(tally, messages, prompt_index).kept_from(totals, budget, prompt)
     kept = totals[size] - totals[kept_from] - (prompt if kept_from <= prompt_index < size else 0)
     dropped = kept_from - 1 - (1 if prompt_index < min(kept_from, size) else 0)
     return ContextFit(
@@ -143,6 +133,20 @@ class _Cuts:
         if self.prompt_index > 1:
             candidates.append(1)
         return max(candidates, default=None)
+
+    def kept_from(self, totals: Sequence[int], budget: int, prompt: int) -> int:
+        """The first block boundary at or after the first place whose suffix fits (that place
+        itself when no boundary comes before the most recent unit); the most recent unit when
+        nothing fits."""
+        last = self.last()
+        fitting = self.first_fitting(totals, budget, prompt)
+        if fitting is None:
+            return len(self.messages) if last is None else last
+        step = max(1, budget // TRIM_STEPS)
+        boundary = self.next(bisect_left(totals, -(-totals[fitting] // step) * step, fitting))
+        return (
+            boundary if boundary is not None and last is not None and boundary <= last else fitting
+        )
 
     def first_fitting(self, totals: Sequence[int], budget: int, prompt: int) -> int | None:
         """The first place whose suffix (the prompt aside) is within `budget`, or None."""
