@@ -123,7 +123,7 @@ def tool_activity(
         progress = ToolProgressEvents(
             tool=item.name, call_id=invocation.call_id, turn=invocation.turn
         )
-        ctx = ToolContext(
+        ctx: ToolContext[Any] = ToolContext(
             workspace=workspace,
             workflow_id=info.workflow_id,
             call_id=invocation.call_id,
