@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.client import AgentClient, RunHandle
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agents import AgentProfile, ParentLink
+from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.contracts.principals import DEFAULT_TENANT, DecisionMaker, Principal
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.errors import (
@@ -40,10 +41,11 @@ from durable_agents.workflows.search_attributes import AGENT_TENANT
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
-from tests.conftest import FAKE_MODEL, AgentHarness, started_workers
+from tests.conftest import FAKE_MODEL, AgentHarness, ScriptedHarness, started_workers
 from tests.http_api_support import live_api
-from tests.scripted_model import ScriptedChatModel
+from tests.scripted_model import Completion, ScriptedChatModel, call, tool_calls
 from tests.test_cli_run import AgentCli
+from tests.test_sub_agents import last_tool_result, turns, who
 
 CATALOG = TEST_CATALOG.with_search_attributes()
 ALICE = Principal(name="alice", tenant="acme", roles=frozenset({"start", "approve", "read"}))
@@ -312,3 +314,47 @@ async def test_each_principal_lists_only_its_tenants_runs(tenants: Tenants, tmp_
             return True
 
         await eventually(separated, what="each tenant's runs listed apart")
+
+
+async def test_a_sub_agents_guarded_call_keeps_the_two_person_rule(
+    scripted_agent: ScriptedHarness,
+) -> None:
+    """A child run inherits its parent's tenant, starter and policy: its guarded call, shown at
+    the parent, is refused to the starter there (nothing is forwarded) and approved by another
+    principal of the tenant, whose name the child records."""
+
+    def script(request: ModelRequest) -> Completion | str:
+        if who(request) == "WRITER":
+            if turns(request) == 0:
+                return tool_calls(call("write_file", {"path": "n.txt", "content": "hi"}, id="w1"))
+            return f"writer: {last_tool_result(request)}"
+        if turns(request) == 0:
+            return tool_calls(call("writer", {"task": "write hi to n.txt"}, id="d1"))
+        return "done"
+
+    scripted_agent.model.set_handler(script)
+    agents = AgentClient(
+        scripted_agent.client, task_queue=scripted_agent.task_queue, principal=ALICE
+    )
+    run = await agents.start(
+        None, "write", agents=["writer"], approval_policy=TWO_PERSON, id=f"tp-{uuid.uuid4()}"
+    )
+    request = await run.next_request()
+    assert request is not None and request.call_id == "writer-d1/w1"
+    assert request.approval is not None and request.approval.distinct_from_starter
+    with pytest.raises(StarterCannotApprove):
+        await run.approve(request.call_id, digest=request.args_digest)
+    assert [r.call_id for r in await run.pending()] == ["writer-d1/w1"]
+    decision = (
+        await AgentClient(scripted_agent.client, principal=ANNA)
+        .run(run.id)
+        .approve(request.call_id, digest=request.args_digest)
+    )
+    anna = DecisionMaker(name="anna", tenant="acme", self_declared=False)
+    assert (decision.by, decision.maker) == ("anna", anna)
+    assert (await run.result()).answer == "done"
+    child = AgentClient(scripted_agent.client, principal=ANNA).run(f"{run.id}/writer-d1")
+    description = await child.describe()  # the child is in alice's tenant: anna reaches it
+    assert (await description.memo())["tenant"] == "acme"  # recorded by the parent
+    [step] = (await child.result()).steps
+    assert step.human is not None and step.human.maker == decision.maker

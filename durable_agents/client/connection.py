@@ -32,6 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.principals import DEFAULT_TENANT
 from durable_agents.errors import AgentError, RunEnded, RunNotFound, TemporalError
+from durable_agents.loop import search_attributes
 from durable_agents.runtime.payload_store import external_storage
 from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.runtime.temporal_client import (
@@ -197,7 +198,7 @@ def explain_rpc(error: RPCError, workflow_id: str | None = None, doing: str = ""
 
 STARTER_MEMO: Final = "starter"
 """The memo key of the principal that started a run or a session through a server."""
-TENANT_MEMO: Final = "tenant"
+TENANT_MEMO: Final = search_attributes.TENANT_MEMO
 """The memo key `AgentClient` records a run's or a session's tenant under at its start (read
 until the run's first workflow task upserts `AgentTenant`, and where that search attribute is
 not registered)."""

@@ -18,6 +18,18 @@ from durable_agents.contracts.request_kind import RequestKind
 SearchPhase = Literal["thinking", "running_tools", "waiting_for_human", "idle", "done"]
 """`AgentPhase`: what the run does now. `idle` is a session between turns."""
 
+TENANT_MEMO = "tenant"
+"""The memo key of a run's tenant: `AgentClient` records it at start, and a run records it
+on the children it starts (sub-agents, plan steps, a session's child turns), so a server finds
+a run's tenant before its first workflow task and where `AgentTenant` is not registered."""
+
+
+def tenant_memo(tenant: str) -> dict[str, str] | None:
+    """The memo a child run of `tenant` starts with (None in the default tenant: the memo of
+    runs recorded before tenants, unchanged)."""
+    return None if tenant == DEFAULT_TENANT else {TENANT_MEMO: tenant}
+
+
 MAX_WAITING_NAMES = 20
 """At most this many names in `AgentWaitingFor` (a keyword list; the server caps its size)."""
 

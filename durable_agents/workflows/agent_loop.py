@@ -177,6 +177,7 @@ class AgentLoop:
         self._host.check_start(params)
         self._params = params
         self._gate.policy, self._gate.starter = params.approval_policy, params.starter
+        self._children.starter = params.starter
         self._pad = first_scratchpad(params)
         self._plan_shown = plan_key(self._pad.plan)
         self._events.turn = params.session.turn if params.session is not None else None

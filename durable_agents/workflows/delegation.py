@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.contracts.usage import TokenUsage
     from durable_agents.loop import approvals
     from durable_agents.loop.event_views import event_text
+    from durable_agents.loop.search_attributes import tenant_memo
     from durable_agents.workflows.callees.activity import failure_detail
     from durable_agents.workflows.run_events import RunEvents
     from durable_agents.workflows.session_link import run_scope
@@ -198,6 +199,7 @@ async def _run_child(
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
             cancellation_type=ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
             static_summary=f"{profile.name}: {task[:200]}",
+            memo=tenant_memo(params.tenant),
         )
     except ChildWorkflowError as error:
         if is_cancelled_exception(error):
@@ -252,6 +254,9 @@ class ChildRequests:
         self._started: dict[str, tuple[str, str]] = {}
         self._sequences: dict[str, int] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.starter: str | None = None
+        """The run's starter (its input's), whom the two-person rule keeps from approving a
+        guarded call of its children too."""
 
     def expect(self, call_key: str, workflow_id: str, token: str) -> None:
         """This run started child `workflow_id` under `call_key` with `token`: only its
@@ -307,6 +312,9 @@ class ChildRequests:
         if request.kind is not RequestKind.APPROVAL:
             raise approvals.DecisionRefused(f"call {update.call_id!r} is a question: reply to it")
         approvals.check_digest(request, update.args_digest)
+        if update.decision == "approve":
+            approver = approvals.signed(update.by, update.maker)["by"]
+            approvals.check_two_person(request, request.approval, self.starter, approver)
         return request
 
     def forward_decide(self, update: DecideUpdate) -> HumanDecision:
@@ -324,8 +332,11 @@ class ChildRequests:
                 by=update.by,
                 comment=update.comment,
                 digest=update.args_digest,
+                maker=update.maker,
             )
-        return approvals.rejected(request, now=now, reason=update.reason, by=update.by)
+        return approvals.rejected(
+            request, now=now, reason=update.reason, by=update.by, maker=update.maker
+        )
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

@@ -74,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
         remember,
     )
     from durable_agents.loop.pasted_commands import aimed_requests
-    from durable_agents.loop.search_attributes import search_state
+    from durable_agents.loop.search_attributes import search_state, tenant_memo
     from durable_agents.loop.session_details import idle_details, turn_details
     from durable_agents.loop.session_queue import queue_refusal
     from durable_agents.workflows.inline_turn import InlineTurn
@@ -504,6 +504,7 @@ class SessionWorkflow(PeopleHandlers):
             task_queue=workflow.info().task_queue,
             parent_close_policy=ParentClosePolicy.ABANDON,
             static_summary=f"session {session_id} · turn {turn}",
+            memo=tenant_memo(agent_input.tenant),
         )
 
     def _finish_turn(self) -> None:
