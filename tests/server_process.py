@@ -4,16 +4,47 @@ can kill (SIGKILL: no shutdown of any kind, as a crash or an OOM kill) and start
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
-from tests.test_mcp_gateway import ROOT, clean_env, free_port, gateway_args
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI_ENV_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TASK_QUEUE", "AGENT_DEBUG")
+
+
+def gateway_args(agent: AgentHarness, env: WorkflowEnvironment, *extra: str) -> list[str]:
+    """The `agent` CLI's arguments for `extra` on the test's dev server and task queue."""
+    address = env.client.service_client.config.target_host
+    return [
+        "-m",
+        "durable_agents.cli.main",
+        "--address",
+        address,
+        "--task-queue",
+        agent.task_queue,
+        *extra,
+    ]
+
+
+def clean_env() -> dict[str, str]:
+    """This environment without what would point the CLI elsewhere."""
+    return {k: v for k, v in os.environ.items() if k not in CLI_ENV_VARIABLES}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @dataclass

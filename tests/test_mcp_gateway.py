@@ -5,15 +5,11 @@ model is the real `openai` client talking to the fake model server."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -28,26 +24,7 @@ from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness
-
-ROOT = Path(__file__).resolve().parent.parent
-CLI_ENV_VARIABLES = ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TASK_QUEUE", "AGENT_DEBUG")
-
-
-def gateway_args(agent: AgentHarness, env: WorkflowEnvironment, *extra: str) -> list[str]:
-    address = env.client.service_client.config.target_host
-    return [
-        "-m",
-        "durable_agents.cli.main",
-        "--address",
-        address,
-        "--task-queue",
-        agent.task_queue,
-        *extra,
-    ]
-
-
-def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in CLI_ENV_VARIABLES}
+from tests.server_process import ROOT, clean_env, gateway_args, server_process
 
 
 @asynccontextmanager
@@ -66,13 +43,6 @@ async def stdio_session(
         yield session
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def http_gateway(
     agent: AgentHarness,
@@ -80,33 +50,9 @@ async def http_gateway(
     *command: str,
     environ: dict[str, str] | None = None,
 ) -> AsyncIterator[int]:
-    """`agent <command> --port N` as a subprocess, once its port answers; stopped after.
-    `environ`: more environment variables (`AGENT_PRINCIPALS_FILE`, ...)."""
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *gateway_args(agent, env, *command, "--port", str(port)),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=ROOT,
-        env=clean_env() | (environ or {}),
-    )
-
-    async def listening() -> bool:
-        assert process.returncode is None, await process.stderr.read()  # type: ignore[union-attr]
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.close()
-        await writer.wait_closed()
-        return True
-
-    try:
-        await eventually(listening, what=f"agent {' '.join(command)} listening on {port}",
-                         retry_on=(OSError,))  # fmt: skip
-        yield port
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
+    """`agent <command> --port N` as a subprocess (`server_process`): its port."""
+    async with server_process(agent, env, *command, environ=environ) as server:
+        yield server.port
 
 
 @asynccontextmanager

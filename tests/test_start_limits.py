@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.servers.auth.principals_file import token_digest
 from durable_agents.testing import fake_openai as fake
+from testkit.eventually import eventually
 from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending
 from tests.server_process import server_process
@@ -59,8 +60,25 @@ async def start(url: str, token: str, prompt: str, **extra: Any) -> httpx.Respon
         )
 
 
-async def runs_of(env: WorkflowEnvironment, agent: AgentHarness) -> list[str]:
-    return [w.id async for w in env.client.list_workflows(f'TaskQueue = "{agent.task_queue}"')]
+async def runs_of(env: WorkflowEnvironment, agent: AgentHarness, count: int) -> None:
+    """Exactly `count` runs on the test's task queue, once visibility shows every start."""
+
+    async def listed() -> bool:
+        query = f'TaskQueue = "{agent.task_queue}"'
+        found = [w.id async for w in env.client.list_workflows(query)]
+        assert len(found) == count, found
+        return True
+
+    await eventually(listed, what=f"{count} runs listed")
+
+
+async def waiting_run(url: str, token: str, env: WorkflowEnvironment) -> WorkflowHandle[Any, Any]:
+    """A run started through `url` whose `write_file` call (the fake's next reply) waits."""
+    started = await start(url, token, "write it", tools=["write_file"])
+    assert started.status_code == 201, started.text
+    waiting = env.client.get_workflow_handle(started.json()["workflow_id"])
+    await wait_for_pending(waiting)
+    return waiting
 
 
 def assert_refused(response: httpx.Response, limit: str, at_most: int) -> int:
@@ -85,12 +103,12 @@ async def test_runs_per_minute_survive_a_restart_of_agent_serve(
         assert_refused(refused, "runs_per_minute", 60)
         assert "started 2 runs in the last minute" in refused.json()["error"]
         await served.kill()
-    assert len(await runs_of(temporal_env, agent)) == 2
+    await runs_of(temporal_env, agent, 2)
 
     async with server_process(agent, temporal_env, "serve", environ=environ) as again:
         assert_refused(await start(again.url, tokens["alice"], "four"), "runs_per_minute", 60)
         assert (await start(again.url, tokens["bob"], "bob's")).status_code == 201
-    assert len(await runs_of(temporal_env, agent)) == 3
+    await runs_of(temporal_env, agent, 3)
 
 
 async def test_concurrent_runs_free_up_when_a_run_ends(
@@ -103,19 +121,19 @@ async def test_concurrent_runs_free_up_when_a_run_ends(
     )
     environ = {"AGENT_PRINCIPALS_FILE": str(path)}
     async with server_process(agent, temporal_env, "serve", environ=environ) as served:
-        first = await start(served.url, tokens["alice"], "write it", tools=["write_file"])
-        assert first.status_code == 201, first.text
-        waiting = temporal_env.client.get_workflow_handle(first.json()["workflow_id"])
-        await wait_for_pending(waiting)
+        waiting = await waiting_run(served.url, tokens["alice"], temporal_env)
         assert_refused(await start(served.url, tokens["alice"], "more"), "concurrent_runs", 5)
-        assert len(await runs_of(temporal_env, agent)) == 1
+        await runs_of(temporal_env, agent, 1)
 
         await waiting.cancel()
-        description = await waiting.describe()
-        while description.status == WorkflowExecutionStatus.RUNNING:
-            description = await waiting.describe()
-        second = await start(served.url, tokens["alice"], "now")
-        assert second.status_code == 201, second.text
+
+        async def started_again() -> bool:  # as a client does after Retry-After (visibility
+            second = await start(served.url, tokens["alice"], "now")  # shows the end soon)
+            assert second.status_code == 201, second.text
+            return True
+
+        await eventually(started_again, what="a start once the run ended")
+        assert (await waiting.describe()).status == WorkflowExecutionStatus.CANCELED
 
 
 async def test_tokens_per_day_are_read_from_the_runs(
@@ -136,7 +154,7 @@ async def test_tokens_per_day_are_read_from_the_runs(
         retry_after = assert_refused(refused, "tokens_per_day", 86_400)
         assert retry_after > 86_000  # when the run that used them leaves the day
         assert f"used {used} tokens" in refused.json()["error"]
-    assert len(await runs_of(temporal_env, agent)) == 1
+    await runs_of(temporal_env, agent, 1)
 
 
 async def test_tokens_of_a_run_still_running_count_too(
@@ -152,10 +170,7 @@ async def test_tokens_of_a_run_still_running_count_too(
     )
     environ = {"AGENT_PRINCIPALS_FILE": str(path)}
     async with server_process(agent, temporal_env, "serve", environ=environ) as served:
-        first = await start(served.url, tokens["alice"], "write it", tools=["write_file"])
-        assert first.status_code == 201, first.text
-        waiting = temporal_env.client.get_workflow_handle(first.json()["workflow_id"])
-        await wait_for_pending(waiting)
+        waiting = await waiting_run(served.url, tokens["alice"], temporal_env)
         refused = await start(served.url, tokens["alice"], "more")
         assert_refused(refused, "tokens_per_day", 86_400)
         assert (await start(served.url, tokens["bob"], "bob's")).status_code == 201
