@@ -32,6 +32,7 @@ from durable_agents.testing.fake_openai import RecordedRequest
 from tests.conftest import AgentHarness
 from tests.session_support import echo_model, send_with_start
 from tests.test_eval_scoring import record
+from tests.test_real_quirks import reply_to
 
 
 def prompt_text(request: RecordedRequest) -> str:
@@ -213,3 +214,16 @@ def test_the_memory_window_moves_in_large_steps() -> None:
     assert (
         remember(small, memory_turn(5, "q", "a", [], "answers"), max_turns=0, max_tokens=None) == []
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "cached", "prompt"),
+    [("answer_after_tool_plain", 420, 510), ("call_as_text_streamed", 434, 435)],
+)
+async def test_a_real_llama_server_reply_records_its_cached_tokens(
+    fake_model: fake.FakeOpenAIServer, name: str, cached: int, prompt: int
+) -> None:
+    """llama-server's own replies (recorded by `make record-real`, plain and streamed), read by
+    `OpenAIChatModel`: the cached prompt tokens it reported."""
+    reply = await reply_to(fake_model, name)
+    assert (reply.usage.cached_prompt_tokens, reply.usage.prompt_tokens) == (cached, prompt)
