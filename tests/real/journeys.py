@@ -36,7 +36,7 @@ WORKFLOW_SIDE_TOOLS = frozenset({"ask_user", "final_answer"})
 """Tools the workflow answers itself (a person's reply, the answer): no activity."""
 
 
-SLOW_MODEL_INPUT = {"model_timeout_seconds": 600}
+SLOW_MODEL_INPUT = {"model_timeout_seconds": 600.0}
 """A model call on a shared 2-core CPU can take minutes (1-2 tokens a second when the machine
 is busy, behind another run's call): the run's limit per call attempt (default 120 s) is raised
 as a user of a slow local model would."""

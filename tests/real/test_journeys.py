@@ -23,6 +23,7 @@ import pytest
 from durable_agents.contracts.agent_result import AgentResult
 from tests.real.conftest import RealWorker
 from tests.real.journeys import (
+    SLOW_MODEL_INPUT,
     activities_of,
     agent_run,
     agent_serve,
@@ -210,6 +211,7 @@ async def test_live_tokens_over_sse(real_worker: RealWorker) -> None:
                 "prompt": LONG_ANSWER_PROMPT,
                 "tools": ["calculator"],
                 "id": f"sse-{uuid.uuid4()}",
+                **SLOW_MODEL_INPUT,
             },
         )
         assert started.status_code == 201, started.text
@@ -303,7 +305,8 @@ async def test_a_three_turn_session(real_worker: RealWorker) -> None:
     answers = []
     async with agent_serve(real_worker) as api:
         created = await api.http.post(
-            "/v1/sessions", json={"id": session_id, "agent": {"tools": ["calculator"]}}
+            "/v1/sessions",
+            json={"id": session_id, "agent": {"tools": ["calculator"], **SLOW_MODEL_INPUT}},
         )
         assert created.status_code == 201, created.text
         for text in (
