@@ -11,6 +11,11 @@ demo model, as `make run` starts it, then the commands a reader types (`temporal
 `tests/test_doc_excerpts.py` runs the check in `make test`. A block and a fresh run are compared
 after `volatile` masks what differs from one run to the next (ids, clocks, process numbers).
 
+BENCHMARKS.md and RELIABILITY.md use the same markers for their tables, each closed by a line
+`<!-- end generated: NAME -->` instead of a fence: the table is rendered from the recorded
+benchmark and soak runs under `bench/results/measured/` (`scripts/docs/benchmarks.py`, which
+also records them) and compared exactly, since a figure is what such a table is for.
+
 The stage runs in a temporary folder that links the project's `.venv`, so paths print as they do
 in the project folder (`.venv/bin/temporal`, `.temporal/dev.db`). Its servers listen on free
 ports (another Temporal server may hold 7233), and `shown_as_default` writes them as the default
@@ -34,10 +39,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scripts.docs.benchmarks import TABLES, registrar
+
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-"""Every Markdown file of the README and the site (docs/, its sections' folders included)."""
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "BENCHMARKS.md",
+    ROOT / "RELIABILITY.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+]
+"""Every Markdown file of the README, the figures' pages and the site (docs/ and its folders)."""
 MARKER = re.compile(r"^<!-- generated: ([\w.-]+) -->$")
+END_MARKER = "<!-- end generated: {name} -->"
+"""Closes a generated table (a block rendered from recorded runs, not a fenced block)."""
 DEFAULT_PORT, DEFAULT_UI_PORT, DEFAULT_API_PORT = 7233, 8233, 8000
 API_TOKEN = "docs-example-token-not-a-secret"
 """`agent serve`'s bearer token in the HTTP examples (they show it as `$AGENT_API_TOKEN`)."""
@@ -54,6 +68,13 @@ VOLATILE = [
     # the live view's turn header shows only when one of its looks (every ~0.2 s) catches the
     # turn running, with the tokens used so far: a fast demo turn may pass between two looks
     (re.compile(r"^turn \d+(/\d+)?( · [^\n]*)?\n", re.MULTILINE), ""),
+    (re.compile(r"\beval-\d{8}T\d{6}Z-[0-9a-f]+"), "eval-<id>"),
+    (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
+    (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),
+    # `temporal workflow list` centres its StartTime header over the widest "... ago"
+    (re.compile(r"^ +Status +WorkflowId +Type +StartTime$", re.MULTILINE), "<list header>"),
+    # an eval table's latency columns (p50, p95), after its cost column
+    (re.compile(r"(\$\d+\.\d{4}) +\d+\.\d\d +\d+\.\d\d$", re.MULTILINE), r"\1 <p50> <p95>"),
 ]
 """What differs between two real runs of one recipe: masked on both sides before comparing."""
 
@@ -178,12 +199,7 @@ RECIPES: dict[str, Recipe] = {}
 
 def recipe(name: str) -> Callable[[Recipe], Recipe]:
     """Register a block's recipe under the name its marker uses."""
-
-    def register(function: Recipe) -> Recipe:
-        RECIPES[name] = function
-        return function
-
-    return register
+    return registrar(RECIPES, name)
 
 
 @dataclass
@@ -195,7 +211,12 @@ class Block:
     first: int
     """Index of the block's first line of text (after the opening fence)."""
     end: int
-    """Index of the closing fence."""
+    """Index of the closing fence (of the end marker, for a table)."""
+
+    @property
+    def table(self) -> bool:
+        """Rendered from recorded runs (`scripts/docs/benchmarks.py`), compared exactly."""
+        return self.name in TABLES
 
 
 def blocks_in(path: Path) -> list[Block]:
@@ -206,18 +227,26 @@ def blocks_in(path: Path) -> list[Block]:
         match = MARKER.match(line)
         if not match:
             continue
+        name = match.group(1)
         fence = lines[index + 1] if index + 1 < len(lines) else ""
-        if not fence.startswith("```"):
-            raise ValueError(f"{path.name}:{index + 1}: a generated marker must precede a fence")
-        end = next(i for i in range(index + 2, len(lines)) if lines[i].startswith("```"))
-        found.append(Block(path, match.group(1), index + 2, end))
+        if fence.startswith("```"):
+            end = next(i for i in range(index + 2, len(lines)) if lines[i].startswith("```"))
+            found.append(Block(path, name, index + 2, end))
+        elif END_MARKER.format(name=name) in lines[index + 1 :]:
+            end = lines.index(END_MARKER.format(name=name), index + 1)
+            found.append(Block(path, name, index + 1, end))
+        else:
+            raise ValueError(
+                f"{path.name}:{index + 1}: a generated marker must precede a fence "
+                f"or be closed by {END_MARKER.format(name=name)}"
+            )
     return found
 
 
 def all_blocks() -> list[Block]:
     """Every generated block in the README and docs/, each naming a known recipe."""
     found = [block for path in DOCS for block in blocks_in(path)]
-    unknown = sorted({b.name for b in found} - RECIPES.keys())
+    unknown = sorted({b.name for b in found} - RECIPES.keys() - TABLES.keys())
     if unknown:
         raise ValueError(f"generated blocks name unknown recipes: {', '.join(unknown)}")
     return found
@@ -225,8 +254,10 @@ def all_blocks() -> list[Block]:
 
 async def generate(names: set[str]) -> dict[str, str]:
     """Each named recipe's text, from one stage (recipes run in the order they were registered,
-    so a later one may read a run an earlier one started)."""
-    texts: dict[str, str] = {}
+    so a later one may read a run an earlier one started); tables are rendered without one."""
+    texts = {name: TABLES[name]() for name in names & TABLES.keys()}
+    if not names - TABLES.keys():
+        return texts
     async with stage() as here:
         for name, function in RECIPES.items():
             if name in names:
@@ -477,12 +508,106 @@ async def http_events(here: Stage) -> str:
     return followed.split("\n", 1)[1]
 
 
+def evals_linked(here: Stage) -> None:
+    """The project's `evals/` suites in the stage's folder, as a reader has them."""
+    if not (here.folder / "evals").exists():
+        (here.folder / "evals").symlink_to(ROOT / "evals")
+
+
+@recipe("eval-seed-cases")
+async def eval_seed_cases(here: Stage) -> str:
+    """`agent eval` of the shipped suite against the demo model, one run at a time so the
+    progress lines come in the suite's order."""
+    evals_linked(here)
+    return await here.sh("agent eval evals/seed_cases.yaml --concurrency 1")
+
+
+@recipe("eval-multi-step")
+async def eval_multi_step(here: Stage) -> str:
+    """ReAct against plan-and-execute on the same tasks (`evals/multi_step.yaml`)."""
+    evals_linked(here)
+    return await here.sh("agent eval evals/multi_step.yaml --concurrency 1")
+
+
+@recipe("plan-approved")
+async def plan_approved(here: Stage) -> str:
+    """A planned run whose plan waits for approval, approved on the pipe."""
+    return await here.sh(
+        'echo y | agent run "What is 17 * 25, then add 8 to it" --id plan-1 --input-json '
+        '\'{"mode": "plan_and_execute", "plan_approval": true}\' --by alice'
+    )
+
+
+command_recipe(
+    "plan-replanned",
+    'agent run "What is 10 / 0, then add 1 to it" --id plan-2 --input-json '
+    '\'{"mode": "plan_and_execute", "tools": ["calculator"], "max_replans": 1}\'',
+)
+
+
+SESSION_SEND = (
+    "temporal workflow execute-update-with-start --type SessionWorkflow --task-queue agents "
+    "--workflow-id chat-1 --id-conflict-policy UseExisting --input '{}' --update-name send "
+    '--update-input \'{"text": "What is 17 * 25?"}\''
+)
+
+
+@recipe("session-chat")
+async def session_chat(here: Stage) -> str:
+    """A session with the Temporal CLI: three messages (an update-with-start, an update, a
+    signal-with-start), its queries, a refused message, its details, its end and result."""
+    shown = [
+        await here.sh(SESSION_SEND),
+        await here.sh(
+            "temporal workflow update execute --workflow-id chat-1 --name send "
+            '--input \'{"text": "And what time is it?"}\''
+        ),
+        await here.sh(
+            "temporal workflow signal-with-start --type SessionWorkflow --task-queue agents "
+            '--workflow-id chat-1 --signal-name send --signal-input \'{"text": "Tell me a joke"}\''
+        ),
+    ]
+    status = "temporal workflow query --workflow-id chat-1 --type status"
+    for _ in range(100):  # the signalled turn runs after the signal returns: wait for it
+        now = await here.sh(status)
+        if '"turns":3' in now and '"state":"idle"' in now:
+            break
+        await asyncio.sleep(0.1)
+    for command in [
+        "temporal workflow query --workflow-id chat-1 --type history",
+        status,
+        "temporal workflow update execute --workflow-id chat-1 --name send "
+        '--input \'{"text": ""}\'',
+        "temporal workflow metadata --workflow-id chat-1",
+        'temporal workflow signal --workflow-id chat-1 --name end --input \'{"reason": "done"}\'',
+        "temporal workflow result --workflow-id chat-1",
+        "temporal workflow list --query 'WorkflowId STARTS_WITH \"chat-1\"'",
+    ]:
+        shown.append(await here.sh(command))
+    return "\n\n".join(shown)
+
+
+@recipe("eval-runs-listed")
+async def eval_runs_listed(here: Stage) -> str:
+    """The eval's runs in `temporal workflow list`, found by the eval id in their workflow ids."""
+    listing = await here.sh("temporal workflow list --query 'WorkflowType = \"AgentWorkflow\"'")
+    eval_id = next(  # the seed cases' eval (the one with a `normal` scenario)
+        m.group(1) for m in re.finditer(r"(eval-\d{8}T\d{6}Z-[0-9a-f]+)/normal/", listing)
+    )
+    return await here.sh(f"temporal workflow list --query 'WorkflowId STARTS_WITH \"{eval_id}\"'")
+
+
+command_recipe("agent-run-weather", "agent run 'What is the weather like in Paris?' --id weather-1")
+
+
 def difference(block: Block, text: str) -> str:
     """A unified diff from the block's text to a fresh run's, both with what is volatile
-    masked: what `--check` and the test print for a stale block."""
+    masked (a table's figures are compared as they are): what `--check` and the test print
+    for a stale block."""
+    shown = (lambda t: t) if block.table else volatile
     lines = difflib.unified_diff(
-        volatile(block_text(block)).splitlines(keepends=True),
-        volatile(text).splitlines(keepends=True),
+        shown(block_text(block)).splitlines(keepends=True),
+        shown(text).splitlines(keepends=True),
         fromfile=f"{block.path.name} ({block.name})",
         tofile="a fresh run",
     )

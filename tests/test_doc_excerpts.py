@@ -23,6 +23,7 @@ from scripts.doc_excerpts import (
     stale,
     volatile,
 )
+from scripts.docs import benchmarks
 
 NAMED_IN_THE_ISSUE = {
     "quickstart-worker": "README.md",
@@ -48,11 +49,23 @@ async def test_every_generated_block_matches_a_fresh_run() -> None:
     assert "WorkflowExecutionCompleted" in texts["temporal-show"]
 
 
+PASTED_UNTIL_ISSUE_34 = {
+    "eval-seed-cases": "docs/how-to/evals.md",
+    "eval-runs-listed": "docs/how-to/evals.md",
+    "agent-run-weather": "docs/how-to/evals.md",
+    "plan-approved": "docs/how-to/plan-and-execute.md",
+    "plan-replanned": "docs/how-to/plan-and-execute.md",
+    "eval-multi-step": "docs/how-to/plan-and-execute.md",
+    "session-chat": "docs/how-to/sessions.md",
+}
+"""Transcripts the site's pages showed pasted from runs of 2026-12-01 (issue 34, item 5)."""
+
+
 def test_the_drifted_excerpts_are_generated_where_the_issue_found_them() -> None:
     where: dict[str, set[str]] = {}
     for b in all_blocks():
         where.setdefault(b.name, set()).add(str(b.path.relative_to(doc_excerpts.ROOT)))
-    for name, doc in NAMED_IN_THE_ISSUE.items():
+    for name, doc in {**NAMED_IN_THE_ISSUE, **PASTED_UNTIL_ISSUE_34}.items():
         assert doc in where.get(name, set()), f"{name} is not generated in {doc}"
 
 
@@ -91,4 +104,61 @@ def test_volatile_masks_ids_clocks_and_process_numbers() -> None:
     )
     assert volatile(text) == (
         "<log time> INFO started (process group <pid>) <uuid> at <time> in <duration>"
+    )
+
+
+# -- BENCHMARKS.md and RELIABILITY.md: tables rendered from recorded runs (issue 34, item 5) --
+
+
+def test_every_figures_table_matches_its_recorded_run() -> None:
+    tables = [b for b in all_blocks() if b.table]
+    shown_in = {str(b.path.relative_to(doc_excerpts.ROOT)) for b in tables}
+    assert {"BENCHMARKS.md", "RELIABILITY.md"} <= shown_in
+    assert {b.name for b in tables} == set(benchmarks.TABLES), "a table recipe no page shows"
+    texts = {name: render() for name, render in benchmarks.TABLES.items()}
+    diffs = [difference(b, texts[b.name]) for b in tables]
+    assert stale(tables, texts) == [], "\n".join(d for d in diffs if d)
+    for name, text in texts.items():  # each says how and when it was measured
+        assert "Measured by `" in text and " UTC" in text, name
+
+
+def test_every_recorded_run_says_how_it_ran() -> None:
+    recorded = sorted(benchmarks.MEASURED.glob("*.json"))
+    assert recorded
+    for path in recorded:
+        run = benchmarks.load(path.stem)
+        assert run.command and run.date.endswith(("UTC", ")")) and run.commit, path.name
+        assert run.result, path.name
+
+
+def test_a_table_figure_is_compared_exactly(tmp_path: Path) -> None:
+    """A table's figures are not masked as a transcript's durations are: 20.7 ms against 21.7 ms
+    is stale, and a table needs its end marker."""
+    name = next(iter(benchmarks.TABLES))
+    doc = tmp_path / "BENCH.md"
+    doc.write_text(
+        f"a\n<!-- generated: {name} -->\n| x |\n| 20.7 ms |\n<!-- end generated: {name} -->\n"
+    )
+    [block] = blocks_in(doc)
+    assert block == Block(doc, name, 2, 4) and block.table
+    assert stale([block], {name: "| x |\n| 20.7 ms |"}, root=tmp_path) == []
+    assert stale([block], {name: "| x |\n| 21.7 ms |"}, root=tmp_path) == [f"BENCH.md:2: {name}"]
+    doc_excerpts.write([block], {name: "| y |"})
+    assert (
+        doc.read_text() == f"a\n<!-- generated: {name} -->\n| y |\n<!-- end generated: {name} -->\n"
+    )
+    doc.write_text(f"<!-- generated: {name} -->\n| x |\n")
+    with pytest.raises(ValueError, match="end generated"):
+        blocks_in(doc)
+
+
+def test_volatile_masks_an_evals_id_latencies_and_the_weekday() -> None:
+    text = (
+        "eval eval-20261205T190459Z-331193 · 3 seconds ago · 1 minute ago · (Saturday, UTC)\n"
+        "   Status    WorkflowId       Type         StartTime\n"
+        "normal  demo-offline  1/1  100%  –  1.0  2.0  86   $0.0000   0.21   0.21\n"
+    )
+    assert volatile(text) == (
+        "eval eval-<id> · <a while> ago · <a while> ago · (<weekday>, UTC)\n<list header>\n"
+        "normal  demo-offline  1/1  100%  –  1.0  2.0  86   $0.0000 <p50> <p95>\n"
     )

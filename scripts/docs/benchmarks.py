@@ -1,0 +1,414 @@
+"""BENCHMARKS.md's and RELIABILITY.md's figures, recorded from real runs and rendered as tables.
+
+A benchmark or soak run is recorded with what it needs to be trusted later: the command, the date,
+the machine's load before and after, the git commit, and the JSON the run wrote itself:
+
+    python -m scripts.docs.benchmarks record fleet --result /tmp/f.json -- \\
+        .venv/bin/python -m bench.fleet --out /tmp/f.json
+
+writes `bench/results/measured/fleet.json`. Those files are committed; the tables of
+BENCHMARKS.md and RELIABILITY.md are rendered from them by `scripts/doc_excerpts.py` (the same
+`<!-- generated: NAME -->` markers as the docs' command output: `--write` renders, `--check` and
+`tests/test_doc_excerpts.py` fail when a table and its file disagree). A table's recipe is a
+function of this module registered with `table("NAME")`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+MEASURED = ROOT / "bench" / "results" / "measured"
+"""The recorded runs the published tables come from (committed, unlike the rest of results/)."""
+
+
+class MeasuredRun(BaseModel):
+    """One real run of a benchmark or soak: how it was run, where, and what it wrote."""
+
+    command: str
+    """The command as typed from the project folder."""
+    date: str
+    """When it started, UTC, to the minute."""
+    seconds: float | None
+    """How long it ran (None: not recorded, for a run kept from before the recorder)."""
+    load_average: tuple[float, float] | None
+    """The 1-minute load average when it started and when it ended (2 shared cores)."""
+    commit: str
+    """`git describe --always --dirty` of the tree it ran on (the shared tree is always dirty)."""
+    machine: str
+    exit_code: int
+    result: Any
+    """The JSON the run wrote, unchanged; with several files, each by its file name."""
+
+
+def load(name: str) -> MeasuredRun:
+    """The recorded run `name` (`bench/results/measured/NAME.json`)."""
+    return MeasuredRun.model_validate_json((MEASURED / f"{name}.json").read_text())
+
+
+def record(name: str, result_paths: Sequence[Path], command: Sequence[str]) -> MeasuredRun:
+    """Run `command` here, then keep its result file with how and where it ran."""
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    started, load_before = time.monotonic(), os.getloadavg()[0]
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    code = subprocess.run(list(command), cwd=ROOT).returncode
+    run = MeasuredRun(
+        command=shlex.join(command),
+        date=date,
+        seconds=round(time.monotonic() - started, 1),
+        load_average=(round(load_before, 1), round(os.getloadavg()[0], 1)),
+        commit=commit,
+        machine=f"{os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
+        f"Python {platform.python_version()}",
+        exit_code=code,
+        result=read_results(result_paths),
+    )
+    MEASURED.mkdir(parents=True, exist_ok=True)
+    (MEASURED / f"{name}.json").write_text(run.model_dump_json(indent=1) + "\n")
+    return run
+
+
+def read_results(paths: Sequence[Path]) -> Any:
+    """The JSON of one result file, or of several by file name."""
+    if len(paths) == 1:
+        return json.loads(paths[0].read_text())
+    return {path.name: json.loads(path.read_text()) for path in paths}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def registrar(registry: dict[str, F], name: str) -> Callable[[F], F]:
+    """A decorator that registers a generated block's recipe under the name its marker uses
+    (a table's here, a command transcript's in `scripts/doc_excerpts.py`)."""
+
+    def register(function: F) -> F:
+        registry[name] = function
+        return function
+
+    return register
+
+
+TableRecipe = Callable[[], str]
+TABLES: dict[str, TableRecipe] = {}
+"""Each generated table of BENCHMARKS.md / RELIABILITY.md, by its marker's name."""
+
+
+def table(name: str) -> Callable[[TableRecipe], TableRecipe]:
+    """Register a table rendered from recorded runs under the name its marker uses."""
+    return registrar(TABLES, name)
+
+
+def how_it_ran(run: MeasuredRun) -> str:
+    """A run's command, date, duration, load and commit, as the line under a table says them."""
+    took = "duration not recorded" if run.seconds is None else f"{run.seconds:.0f} s"
+    load = (
+        "load not recorded"
+        if run.load_average is None
+        else f"load {run.load_average[0]} → {run.load_average[1]}"
+    )
+    return f"`{run.command}` ({run.date}, {took}, {load}, {run.machine}, commit {run.commit})"
+
+
+def provenance(*runs: MeasuredRun) -> str:
+    """The line under a table: how each run it shows ran."""
+    return "Measured by " + "; ".join(how_it_ran(r) for r in runs) + "."
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table of `rows` under `header`."""
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def percent(share: float) -> str:
+    return f"{share * 100:.1f}%"
+
+
+# -- the tables ---------------------------------------------------------------------------------
+
+
+@table("bench-targets")
+def bench_targets() -> str:
+    """`make bench`'s table (`bench.run_all`): ours against the naive loop, as the run printed."""
+    from bench.report import Row
+    from bench.report import table as targets_table
+
+    run = load("bench-quick")
+    summary = run.result["summary.json"]
+    shown = targets_table([Row(**row) for row in summary["rows"]])
+    return (
+        f"{shown}\n\n{provenance(run)} Workloads: {summary['mode']}; the server's transfer queue: "
+        f"{summary['server']}; {summary['machine'].split(', ')[-1]}."
+    )
+
+
+@table("bench-code-mode")
+def bench_code_mode() -> str:
+    """Target 7's three strategies for a task of 10 tool calls (`bench.code_mode`)."""
+    from bench.code_mode import table as strategies_table
+
+    run = load("bench-quick")
+    result = run.result["7_code_mode.json"]
+    repeats = {r["repeats"] for r in result.values()}
+    return (
+        f"{strategies_table(result)}\n\n{provenance(run)} Medians of {min(repeats)} runs "
+        "each, alternating, after one warm-up."
+    )
+
+
+def fleet_cell(side: dict[str, Any], one: dict[str, Any] | None = None) -> list[str]:
+    """One fleet configuration's column: resent model calls, history per turn, completed."""
+    resent = f"{side['resends']} of {side['model_calls']} ({percent(side['resend_share'])})"
+    history = f"{side['history_bytes_per_turn']:,}"
+    if one is not None:
+        history += f" ({side['history_bytes_per_turn'] / one['history_bytes_per_turn']:.2f}x)"
+    return [resent, history, f"{side['completed']} of {side['runs']}"]
+
+
+@table("bench-fleet")
+def bench_fleet() -> str:
+    """Target 8: one worker, three, three with affinity off (`bench.fleet`), and the kill."""
+    run = load("fleet")
+    r = run.result
+    one = r["one_worker"]
+    columns = [fleet_cell(one), fleet_cell(r["fleet"], one)]
+    header = [f"{r['runs']} {r['turns']}-turn runs", "1 worker", f"{r['workers']} workers"]
+    if "fleet_no_affinity" in r:
+        columns.append(fleet_cell(r["fleet_no_affinity"], one))
+        header.append(f"{r['workers']} workers, affinity off")
+    names = ["model calls resent", "history bytes per turn", "runs completed"]
+    goals = ["≤ 5%", "≤ 1.05x", "all"]
+    rows = [[n, *(c[i] for c in columns), goals[i]] for i, n in enumerate(names)]
+    kill = r["kill"]
+    killed = [
+        [
+            f"{kill['runs']} approved `write_file` runs, a worker SIGKILLed after "
+            f"{kill['killed_after_approvals']} approvals",
+            f"{kill['completed']} of {kill['runs']}",
+            f"{len(kill['lost_runs'])} / {kill['duplicated']}",
+            f"{kill['files']} ({kill['wrong_content']} wrong, "
+            f"{kill['unexpected_files']} unexpected)",
+            f"{kill['scheduled_after_kill']} calls, at most "
+            f"{kill['longest_wait_scheduled_after_kill_s']} s (fallback {kill['fallback_s']} s)",
+        ]
+    ]
+    return "\n\n".join(
+        [
+            markdown_table([*header, "goal"], rows),
+            markdown_table(
+                [
+                    "the kill",
+                    "completed",
+                    "lost / duplicated",
+                    "files written",
+                    "calls on the dead worker's queue: waited",
+                ],
+                killed,
+            ),
+            f"{provenance(run)} Result: {'PASS' if r['passed'] else 'FAIL'}.",
+        ]
+    )
+
+
+@table("bench-issue-38")
+def bench_issue_38() -> str:
+    """Issue 38's four targets, each with no affinity setting (`auto`)."""
+    defaults, fleet, levers = load("server-defaults"), load("fleet"), load("levers-affinity")
+    speed = {row["target"].split(":")[1].split("(")[0].strip(): row for row in
+             defaults.result["rows"]}  # fmt: skip
+    wall, cpu = speed["wall"], speed["worker CPU"]
+    f = fleet.result
+    by_name = {row["lever"]: row for row in levers.result}
+
+    def lever_cell(name: str) -> str:
+        row = by_name[name]
+        return (
+            f"`{name.split()[1]}` {row[name]['wall_ms_per_turn']:.1f} against `auto` "
+            f"{row['baseline']['wall_ms_per_turn']:.1f} ms a turn"
+        )
+
+    auto_ok = all(
+        by_name[n]["baseline"]["wall_ms_per_turn"] <= by_name[n][n]["wall_ms_per_turn"] * 1.05
+        for n in ("affinity off",)
+        if n in by_name
+    )
+    kill = f["kill"]
+    rows = [
+        [
+            "(a) a dev server at its defaults, one worker",
+            f"ours {wall['ours']} ms wall, {cpu['ours']} ms CPU a turn; naive {wall['naive']}, "
+            f"{cpu['naive']}: **{wall['ratio']} / {cpu['ratio']}**",
+            "≥ 2x on both",
+            "PASS" if wall["passed"] and cpu["passed"] else "FAIL",
+        ],
+        [
+            f"(b) {f['workers']} workers, eager dispatch off",
+            f"**{f['fleet']['resends']} of {f['fleet']['model_calls']}** model calls resent; "
+            f"history **{f['history_ratio']:.2f}x** one worker's",
+            "≤ 5%, ≤ 1.05x",
+            "PASS" if f["fleet"]["resend_share"] <= 0.05 and f["history_ratio"] <= 1.05 else "FAIL",
+        ],
+        [
+            "(c) the embedded server's defaults: `auto` no slower than `off`",
+            "; ".join(lever_cell(n) for n in by_name),
+            "`auto` ≤ `off` (within 5%)",
+            "PASS" if auto_ok else "FAIL",
+        ],
+        [
+            f"(d) one of the {f['workers']} workers SIGKILLed during {kill['runs']} "
+            "approved writes",
+            f"{kill['completed']} of {kill['runs']} completed: **{len(kill['lost_runs'])} lost, "
+            f"{kill['duplicated']} duplicated**",
+            "0 / 0",
+            "PASS" if not kill["lost_runs"] and not kill["duplicated"] else "FAIL",
+        ],
+    ]
+    return "\n\n".join(
+        [
+            markdown_table(["target (issue 38)", "measured", "goal", "result"], rows),
+            "(a) " + provenance(defaults),
+            "(b), (d) " + provenance(fleet),
+            "(c) " + provenance(levers),
+        ]
+    )
+
+
+def cache_row(case: str, window: str, part: dict[str, Any]) -> list[str]:
+    cuts = part.get("calls_after_a_cut", [])
+    return [
+        case,
+        window,
+        str(part.get("calls", part.get("turns"))) + ("" if "calls" in part else " turns"),
+        f"{part['prompt_tokens_after_first']:,}",
+        f"{part['cached_tokens_after_first']:,}",
+        f"**{percent(part['cache_share_after_first'])}**",
+        ", ".join(f"{c['full_prompt_rereads']:.3f}" for c in cuts) or "–",
+    ]
+
+
+@table("bench-prompt-cache")
+def bench_prompt_cache() -> str:
+    """Issue 36 part 1: the prompt cache's share with the fake server acting as llama-server."""
+    whole, cut = load("prompt-cache"), load("prompt-cache-cut")
+    run, cut_run = whole.result["tool_run"], cut.result["tool_run"]
+    rows = [
+        cache_row(f"{run['steps']}-step tool run", f"{run['max_context_tokens']:,}", run),
+        cache_row(
+            f"{cut_run['steps']}-step tool run", f"{cut_run['max_context_tokens']:,}", cut_run
+        ),
+    ]
+    if "session" in whole.result:
+        session = whole.result["session"]
+        rows.append(cache_row(f"{session['turns']}-turn session", "the default", session))
+    header = [
+        "case",
+        "window (`max_context_tokens`)",
+        "calls",
+        "prompt tokens after the first call",
+        "cached",
+        "share",
+        "calls after a cut: read anew / whole prompt",
+    ]
+    return markdown_table(header, rows) + "\n\n" + provenance(whole, cut)
+
+
+@table("bench-context-fit")
+def bench_context_fit() -> str:
+    """Issue 36 part 4: `fit_context`'s cost at turn 300 against turn 10 (`bench.context_fit`)."""
+    run = load("context-fit")
+    r = run.result
+
+    def micro(m: dict[str, Any]) -> str:
+        return f"{m['turn_10_us']} → {m['turn_300_us']} µs ({m['ratio']:.1f}x)"
+
+    rows = [
+        [f"context decisions alone, {name}", micro(m["tally"]), micro(m["no_tally"])]
+        for name, m in r["decisions"].items()
+    ]
+    tally, no_tally = r["run"]["tally"], r["run"]["no_tally"]
+
+    def ratios(side: dict[str, Any]) -> str:
+        each = ", ".join(f"{x['ratio']:.2f}" for x in side["runs"])
+        return f"ratios {each}: median **{side['median_ratio']:.2f}**"
+
+    rows.append(
+        [
+            f"a {r['turns']}-turn `AgentWorkflow`, worker CPU per turn "
+            f"({len(tally['runs'])} runs each)",
+            ratios(tally) + (" (pass)" if tally["median_ratio"] <= 1.2 else " (FAIL)"),
+            ratios(no_tally),
+        ]
+    )
+    header = [
+        "measurement",
+        "with the run's `TokenTally` (now)",
+        "every message estimated (before)",
+    ]
+    return markdown_table(header, rows) + "\n\n" + provenance(run)
+
+
+@table("soak")
+def soak() -> str:
+    """RELIABILITY.md: the soak runs (`bench.soak`), every figure from their reports."""
+    runs = [load(name) for name in ("soak", "soak-200") if (MEASURED / f"{name}.json").exists()]
+    rows = []
+    for run in runs:
+        r = run.result
+        faults = sum(r["faults_injected"].values())
+        rows.append(
+            [
+                f"`{run.command.removeprefix('.venv/bin/python -m ')}`",
+                f"{faults} faults ({len(r['faults_injected'])} kinds), {r['kills']} SIGKILLs + "
+                f"{r['graceful_stops']} SIGTERMs ({r['workers_started']} worker processes), "
+                f"{r['approvals_needed']} approvals",
+                f"{r['completed']} completed, {r['failed']} failed, {r['hung']} hung in "
+                f"{r['seconds']:.0f} s; slowest run {r['slowest_run_seconds']} s",
+                f"{r['tool_calls_recorded']} calls, {r['effects']} effects, {r['ledger_files']} "
+                f"ledger files; {r['restarted_executions']} started again, "
+                f"{r['skipped_as_already_done']} of them skipped as done, "
+                f"{r['finished_more_than_once']} finished twice; **{len(r['duplicates'])}** "
+                f"duplicated, **{len(r['lost_effects'])}** lost",
+                f"{r['model_requests_repeated_after_kills']} model requests sent again after a "
+                f"kill; requests per model call: "
+                + ", ".join(f"{n} × {k}" for k, n in r["requests_per_model_call"].items()),
+            ]
+        )
+    header = ["command", "injected", "outcome", "tool effects", "model requests"]
+    return markdown_table(header, rows) + "\n\n" + provenance(*runs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m scripts.docs.benchmarks", description=__doc__)
+    sub = parser.add_subparsers(dest="action", required=True)
+    rec = sub.add_parser("record", help="run a benchmark and keep its result with how it ran")
+    rec.add_argument("name")
+    rec.add_argument(
+        "--result", type=Path, action="append", required=True, help="a JSON file the run writes"
+    )
+    rec.add_argument("command", nargs="+", help="after --: the command, from the project folder")
+    args = parser.parse_args(argv)
+    command = args.command
+    run = record(args.name, args.result, command)
+    print(provenance(run))
+    return run.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
