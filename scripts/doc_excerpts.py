@@ -74,7 +74,7 @@ VOLATILE = [
     # `temporal workflow list` centres its StartTime header over the widest "... ago"
     (re.compile(r"^ +Status +WorkflowId +Type +StartTime$", re.MULTILINE), "<list header>"),
     # an eval table's latency columns (p50, p95), after its cost column
-    (re.compile(r"(\$\d+\.\d{4}) +\d+\.\d\d +\d+\.\d\d$", re.MULTILINE), r"\1 <p50> <p95>"),
+    (re.compile(r"(\$\d+\.\d{4}|n/a) +\d+\.\d\d +\d+\.\d\d$", re.MULTILINE), r"\1 <p50> <p95>"),
 ]
 """What differs between two real runs of one recipe: masked on both sides before comparing."""
 
@@ -520,6 +520,37 @@ async def eval_seed_cases(here: Stage) -> str:
     progress lines come in the suite's order."""
     evals_linked(here)
     return await here.sh("agent eval evals/seed_cases.yaml --concurrency 1")
+
+
+BROKEN_SUITE = """name: broken
+scenarios:
+  - name: missing_information
+    prompt: Split a bill of 120 euros
+    people:
+      - {action: reply, txt: There are 4 of us}
+    expect: {answer_contain: "30"}
+"""
+FAILING_SUITE = """name: failing
+scenarios:
+  - name: nobody_approves
+    prompt: Write hello world to notes.txt
+    input: {tools: [write_file]}
+"""
+
+
+@recipe("eval-refused-and-failing")
+async def eval_refused_and_failing(here: Stage) -> str:
+    """A malformed suite refused before anything starts, and a scenario that fails (nobody
+    answers its approval), each suite shown first."""
+    (here.folder / "broken.yaml").write_text(BROKEN_SUITE)
+    (here.folder / "failing.yaml").write_text(FAILING_SUITE)
+    shown = [
+        await here.sh("cat broken.yaml"),
+        await here.sh("agent eval broken.yaml"),
+        await here.sh("cat failing.yaml"),
+        await here.sh("agent eval failing.yaml"),
+    ]
+    return "\n".join(shown)
 
 
 @recipe("eval-multi-step")

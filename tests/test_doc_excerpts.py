@@ -53,6 +53,7 @@ PASTED_UNTIL_ISSUE_34 = {
     "eval-seed-cases": "docs/how-to/evals.md",
     "eval-runs-listed": "docs/how-to/evals.md",
     "agent-run-weather": "docs/how-to/evals.md",
+    "eval-refused-and-failing": "docs/how-to/evals.md",
     "plan-approved": "docs/how-to/plan-and-execute.md",
     "plan-replanned": "docs/how-to/plan-and-execute.md",
     "eval-multi-step": "docs/how-to/plan-and-execute.md",
@@ -157,8 +158,10 @@ def test_volatile_masks_an_evals_id_latencies_and_the_weekday() -> None:
         "eval eval-20261205T190459Z-331193 · 3 seconds ago · 1 minute ago · (Saturday, UTC)\n"
         "   Status    WorkflowId       Type         StartTime\n"
         "normal  demo-offline  1/1  100%  –  1.0  2.0  86   $0.0000   0.21   0.21\n"
+        "all  demo-offline  0/1  0%  –  0.0  1.0  46       n/a   0.30   0.30\n"
     )
     assert volatile(text) == (
         "eval eval-<id> · <a while> ago · <a while> ago · (<weekday>, UTC)\n<list header>\n"
         "normal  demo-offline  1/1  100%  –  1.0  2.0  86   $0.0000 <p50> <p95>\n"
+        "all  demo-offline  0/1  0%  –  0.0  1.0  46       n/a <p50> <p95>\n"
     )
