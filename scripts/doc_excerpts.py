@@ -68,6 +68,8 @@ VOLATILE = [
     # the live view's turn header shows only when one of its looks (every ~0.2 s) catches the
     # turn running, with the tokens used so far: a fast demo turn may pass between two looks
     (re.compile(r"^turn \d+(/\d+)?( · [^\n]*)?\n", re.MULTILINE), ""),
+    # likewise a plan's checklist that a revision replaced shows only if a look caught it
+    (re.compile(r"^plan:\n(?:  .*\n)+?(?=plan \(revision)", re.MULTILINE), ""),
     (re.compile(r"\beval-\d{8}T\d{6}Z-[0-9a-f]+"), "eval-<id>"),
     (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
     (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),

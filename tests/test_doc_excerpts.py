@@ -165,3 +165,11 @@ def test_volatile_masks_an_evals_id_latencies_and_the_weekday() -> None:
         "normal  demo-offline  1/1  100%  –  1.0  2.0  86   $0.0000 <p50> <p95>\n"
         "all  demo-offline  0/1  0%  –  0.0  1.0  46       n/a <p50> <p95>\n"
     )
+
+
+def test_volatile_drops_a_plan_checklist_a_revision_replaced() -> None:
+    caught = "plan:\n  → 1. calculator\n  · 2. calculator\nplan (revision 2):\n  ✗ 1. calculator\n"
+    missed = "plan (revision 2):\n  ✗ 1. calculator\n"
+    assert volatile(caught) == volatile(missed)
+    kept = "plan:\n  · 1. calculator\n  ? plan waits for approval\napprove plan? y\nplan:\n"
+    assert volatile(kept) == kept
