@@ -53,6 +53,12 @@ GUESSES = (
     "model limit: it guesses the number of people (calculator '120 / 2') instead of asking "
     "with ask_user"
 )
+PLAN_STEP_COPIES = (
+    "model limit: the plan's step agent computes '(17 * 25 + 3) / 4' = 107 (the calculator "
+    "description's example, as in the two-tools journey) and repeats read_file; after one "
+    "replan the run answers 107, not 425 (plan-and-execute itself with a scripted model: "
+    "tests/test_plan_and_execute.py)"
+)
 REPEATS_AGENT = (
     "model limit: it hands the task to the researcher agent again after its report, until the "
     "loop guard stops the run (repeated_calls)"
@@ -280,6 +286,7 @@ async def test_a_sub_agent_does_the_work(real_worker: RealWorker) -> None:
     await assert_clean_history(real_worker.client, step.child_workflow_id, child)
 
 
+@pytest.mark.xfail(strict=True, reason=PLAN_STEP_COPIES)
 async def test_plan_and_execute(real_worker: RealWorker) -> None:
     (real_worker.workspace / "order.txt").write_text("quantity: 17\nunit price: 25 dollars\n")
 
