@@ -125,8 +125,12 @@ async def test_a_call_decided_twice_or_never_asked_is_a_typed_refusal(
     await run.approve("w2", digest=request.args_digest)
     result = await run.result()
     assert [(s.call_id, s.status) for s in result.steps] == [("w1", "rejected"), ("w2", "ok")]
-    with pytest.raises(RunEnded, match="has already ended"):
+    # after the end: a call decided before it is AlreadyDecided (whether the second answer
+    # came before or after the end), any other answer is RunEnded
+    with pytest.raises(AlreadyDecided, match="'w2' was decided before the run ended"):
         await run.approve("w2", digest=request.args_digest)
+    with pytest.raises(RunEnded, match="has already ended"):
+        await run.approve("w3", digest=request.args_digest)
 
 
 async def test_unknown_runs_invalid_input_and_runs_of_other_servers(agent: AgentHarness) -> None:

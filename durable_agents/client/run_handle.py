@@ -57,6 +57,7 @@ from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
 from durable_agents.contracts.principals import DecisionMaker, Role
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import (
+    AlreadyDecided,
     ApproverRoleMissing,
     DecisionRefused,
     InvalidInput,
@@ -404,7 +405,16 @@ class RunHandle:
     async def _decide(
         self, call_id: str, decision: str, digest: str | None, extra: dict[str, Any]
     ) -> HumanDecision:
-        task_queue = await self.task_queue_if_running(decision)
+        try:
+            task_queue = await self.task_queue_if_running(decision)
+        except RunEnded:  # a second answer to a call decided before the run ended
+            if await was_answered(self.workflow, call_id):
+                raise AlreadyDecided(
+                    f"call {call_id!r} was decided before the run ended",
+                    call_id=call_id,
+                    workflow_id=self.id,
+                ) from None
+            raise
         if decision == "approve" and self.roles is not None:
             await self._check_role(task_queue, call_id)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
