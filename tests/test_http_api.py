@@ -156,7 +156,10 @@ async def test_decisions_follow_the_decide_rules(api: LiveApi, agent: AgentHarne
     result = (await api.http.get(f"/v1/runs/{workflow_id}/result?wait=true")).json()
     assert result["answer"] == "Written."
     assert (agent.workspace / "w2-edited.txt").read_text() == "edited"
-    ended = await decide({"call_id": "w1", "decision": "reject"})
+    again = await decide({"call_id": "w1", "decision": "reject"})  # decided before the end
+    assert again.status_code == 409
+    assert again.json()["error"] == "call 'w1' has already been decided"
+    ended = await decide({"call_id": "w9", "decision": "reject"})
     assert ended.status_code == 409
     assert "already ended" in ended.json()["error"]
 
