@@ -207,9 +207,12 @@ class AgentClient:
         task_queue: str | None = None,
         by: str | None = None,
         memo: Mapping[str, str] | None = None,
+        summary: str | None = None,
+        details: str | None = None,
     ) -> RunHandle:
         """Start a run with a workflow input already made (`workflow_input`, an HTTP body);
-        `memo`: more entries for the run's memo (the A2A gateway records its task's context)."""
+        `memo`: more entries for the run's memo (the A2A gateway records its task's context);
+        `summary` / `details`: what the Web UI shows of it (default: from the prompt)."""
         workflow_id = id or f"{self.via or 'agent'}-{uuid.uuid4().hex[:10]}"
         payload = self.stamped(payload)
         run_id = await self._start(
@@ -218,8 +221,8 @@ class AgentClient:
             workflow_id,
             task_queue,
             "run",
-            static_summary=run_summary(payload["prompt"]),
-            static_details=run_details(payload, by, self.started_by),
+            static_summary=summary or run_summary(payload["prompt"]),
+            static_details=details or run_details(payload, by, self.started_by),
             memo=memo,
         )
         handle = self.run(workflow_id)

@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import (
     Client,
     RPCTimeoutOrCancelledError,
@@ -518,6 +520,34 @@ class RunHandle:
         if isinstance(queued, str):  # a session forwarded it to its running turn
             return Steered(queued, None)
         return Steered(self.id, len(queued) if isinstance(queued, list) else None)
+
+    async def history_events(self) -> list[HistoryEvent]:
+        """The history of every run of this workflow's continue-as-new chain, first run first
+        (from `run_id`, the run this handle started, else the latest run)."""
+        await self._in_tenant()
+        events: list[HistoryEvent] = []
+        run_id = self.run_id
+        continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+        while True:
+            try:
+                history = await self.client.get_workflow_handle(
+                    self.id, run_id=run_id
+                ).fetch_history()
+            except RPCError as error:
+                raise explain_rpc(error, self.id, "reading the history") from None
+            events += history.events
+            last = history.events[-1] if history.events else None
+            if last is None or last.event_type != continued or run_id is None:
+                return events
+            run_id = last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+
+    async def terminate(self, reason: str) -> None:
+        """End the run at once, without letting it clean up (after a `cancel` it ignored)."""
+        await self._in_tenant()
+        try:
+            await self.workflow.terminate(reason)
+        except RPCError as error:
+            raise explain_rpc(error, self.id, "terminating the run") from None
 
     async def cancel(self) -> None:
         """Ask the run to cancel (it ends as cancelled); `RunEnded` once it has ended."""

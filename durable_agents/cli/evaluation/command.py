@@ -24,7 +24,6 @@ from durable_agents.cli.evaluation import report
 from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
 from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
 from durable_agents.cli.evaluation.suite import SuiteError, load_suite
-from durable_agents.client.connection import connect
 from durable_agents.runtime.extras import require
 
 if TYPE_CHECKING:
@@ -144,7 +143,7 @@ async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CliError(f"--out: cannot create {out}: {error.strerror or error}") from None
-    client = await connect(ctx.target)
+    agents = await ctx.agents()
     jobs = plan_jobs(suite, scenarios, models, eval_id, args.repeat)
     task_queue = ctx.target.task_queue
     names = ", ".join(m or "worker default" for m in models)
@@ -158,7 +157,7 @@ async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
     started_at = _now()
 
     async def one(job: Job) -> RunRecord:
-        return await run_job(client, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
+        return await run_job(agents, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
 
     with _Progress(ctx.err, len(jobs)) as progress:
         records = await run_all(jobs, one, args.concurrency, progress.done)

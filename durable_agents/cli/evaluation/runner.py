@@ -31,14 +31,6 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import (
-    Client,
-    RPCTimeoutOrCancelledError,
-    WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
-from temporalio.service import RPCError
 
 from durable_agents.cli.evaluation.scoring import Failures, RunRecord, check, cost_of
 from durable_agents.cli.evaluation.suite import (
@@ -49,14 +41,13 @@ from durable_agents.cli.evaluation.suite import (
     Scenario,
     Suite,
 )
-from durable_agents.client import render
-from durable_agents.client.connection import QUERY_TIMEOUT, WorkflowRun
-from durable_agents.client.outcome import RunOutcome, await_outcome
-from durable_agents.client.workflow_calls import WORKFLOW_TYPE, query_status
+from durable_agents.client import AgentClient, RunHandle, render
+from durable_agents.client.outcome import RunOutcome
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
+from durable_agents.errors import AgentError
 
 PEOPLE_NAME = "agent-eval"
 """Who the scripted people's decisions are recorded as (`by`)."""
@@ -129,7 +120,7 @@ def _matches(person: Responder, request: PendingRequest) -> bool:
 class ScriptedPeople:
     """The scenario's people, answering one run until it ends (cancel the task to stop)."""
 
-    handle: WorkflowRun
+    handle: RunHandle
     scenario: Scenario
     poll_seconds: float = POLL_SECONDS
     actions: list[str] = field(default_factory=list)
@@ -177,69 +168,39 @@ class ScriptedPeople:
         self._answered.add(request.call_id)
         try:
             if isinstance(person, ReplyPerson):
-                payload = {"call_id": request.call_id, "text": person.text, "by": PEOPLE_NAME}
-                await self.handle.signal("reply", payload)
+                await self.handle.reply(request.call_id, person.text, by=PEOPLE_NAME)
                 self.actions.append(f"replied to {what}: {person.text}")
-                return
-            decision: dict[str, Any] = {"call_id": request.call_id, "by": PEOPLE_NAME}
-            if isinstance(person, RejectPerson):
-                decision |= {"decision": "reject", "reason": person.reason}
+            elif isinstance(person, RejectPerson):
+                await self.handle.reject(request.call_id, reason=person.reason, by=PEOPLE_NAME)
+                self.actions.append(f"rejected {what}: {person.reason}")
             else:
                 assert isinstance(person, ApprovePerson)
-                decision |= {"decision": "approve"}
-                if person.args is not None:
-                    decision["args"] = person.args
-                if person.comment is not None:
-                    decision["comment"] = person.comment
-            await self.handle.execute_update("decide", decision, rpc_timeout=QUERY_TIMEOUT)
-            done = "rejected" if decision["decision"] == "reject" else "approved"
-            because = f": {person.reason}" if isinstance(person, RejectPerson) else ""
-            self.actions.append(f"{done} {what}{because}")
-        except (
-            WorkflowUpdateFailedError,
-            WorkflowUpdateRPCTimeoutOrCancelledError,
-            RPCError,
-        ) as error:
+                await self.handle.approve(
+                    request.call_id, digest=request.args_digest, edit=person.args,
+                    comment=person.comment, by=PEOPLE_NAME,
+                )  # fmt: skip
+                self.actions.append(f"approved {what}")
+        except AgentError as error:
             self.actions.append(f"could not answer {what}: {error}")
 
     async def _cancel(self, action: str | None) -> None:
         self._cancelled = True
-        with contextlib.suppress(RPCError):
+        with contextlib.suppress(AgentError):
             await self.handle.cancel()
             if action:
                 self.actions.append(action)
 
     async def _status(self) -> AgentStatus | None:
-        return await query_status(self.handle, QUERY_TIMEOUT.total_seconds())
+        return await self.handle.query_status()
 
     async def _pending(self) -> list[PendingRequest]:
         try:
-            found: list[PendingRequest] = await self.handle.query(
-                "pending_approvals", result_type=list[PendingRequest], rpc_timeout=QUERY_TIMEOUT
-            )
-        except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError):
+            return await self.handle.pending()
+        except AgentError:
             return []
-        return found
 
 
 # -- reading a run back ------------------------------------------------------------------------
-
-
-async def history_events(client: Client, workflow_id: str, first_run_id: str) -> list[HistoryEvent]:
-    """The events of every run of a continue-as-new chain, first run first."""
-    events: list[HistoryEvent] = []
-    run_id: str | None = first_run_id
-    while run_id:
-        history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-        events += history.events
-        last = history.events[-1] if history.events else None
-        continued = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
-        run_id = (
-            last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
-            if last is not None and last.event_type == continued
-            else None
-        )
-    return events
 
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -326,15 +287,15 @@ def _details(job: Job, eval_id: str) -> str:
     )
 
 
-async def _await_end(handle: WorkflowRun, timeout: float) -> RunOutcome | None:
+async def _await_end(run: RunHandle, timeout: float) -> RunOutcome | None:
     try:
-        return await asyncio.wait_for(await_outcome(handle), timeout)
+        return await asyncio.wait_for(run.outcome(), timeout)
     except TimeoutError:
         return None
 
 
 async def run_job(
-    client: Client,
+    agents: AgentClient,
     job: Job,
     *,
     suite: Suite,
@@ -353,48 +314,46 @@ async def run_job(
         "workflow_id": job.workflow_id,
     }
     try:
-        handle: WorkflowRun = await client.start_workflow(
-            WORKFLOW_TYPE,
+        run = await agents.start_input(
             job.payload,
             id=job.workflow_id,
             task_queue=task_queue,
-            result_type=AgentResult,
             memo={
                 "eval_id": eval_id,
                 "eval_scenario": job.scenario.name,
                 "eval_model": job.model or "(worker default)",
             },
-            static_summary=f"agent eval {eval_id} · {job.scenario.name} · "
+            summary=f"agent eval {eval_id} · {job.scenario.name} · "
             f"{job.model or 'default model'} #{job.repeat}",
-            static_details=_details(job, eval_id),
+            details=_details(job, eval_id),
         )
-    except RPCError as refused:
-        record = RunRecord(**base, ending="failed", error=f"could not start: {refused.message}")
+    except AgentError as refused:
+        record = RunRecord(**base, ending="failed", error=f"could not start: {refused}")
         return record.model_copy(update={"problems": check(job.scenario.expect, record)})
-    people = ScriptedPeople(handle, job.scenario, poll_seconds)
+    people = ScriptedPeople(run, job.scenario, poll_seconds)
     playing = asyncio.create_task(people.run())
     error: str | None = None
     try:
-        outcome = await _await_end(handle, job.timeout_seconds)
+        outcome = await _await_end(run, job.timeout_seconds)
         if outcome is None:
             error = f"no end within {job.timeout_seconds:g} s (agent eval cancelled the run)"
-            with contextlib.suppress(RPCError):
-                await handle.cancel()
-            outcome = await _await_end(handle, END_GRACE_SECONDS)
+            with contextlib.suppress(AgentError):
+                await run.cancel()
+            outcome = await _await_end(run, END_GRACE_SECONDS)
         if outcome is None:
-            with contextlib.suppress(RPCError):
-                await handle.terminate("agent eval: the run did not end after it was cancelled")
-            outcome = await await_outcome(handle)
+            with contextlib.suppress(AgentError):
+                await run.terminate("agent eval: the run did not end after it was cancelled")
+            outcome = await run.outcome()
     finally:
         playing.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await playing
-    return await _record(client, handle, outcome, job, suite, base, people, error)
+    assert outcome is not None
+    return await _record(run, outcome, job, suite, base, people, error)
 
 
 async def _record(
-    client: Client,
-    handle: WorkflowRun,
+    run: RunHandle,
     outcome: RunOutcome,
     job: Job,
     suite: Suite,
@@ -406,20 +365,19 @@ async def _record(
     if outcome.result is not None:
         read = _from_result(outcome.result, suite)
     else:
-        status = await query_status(handle, QUERY_TIMEOUT.total_seconds())
+        status = await run.query_status()
         if status is not None:
             read = _from_status(status, suite)
     tool_errors = read.pop("tool_errors", 0)
     failed_models = read.pop("failed_models", 0)
-    first_run = handle.first_execution_run_id or handle.result_run_id
-    events = await history_events(client, job.workflow_id, first_run) if first_run else []
+    events = await run.history_events()
     activity_failures, retries = history_failures(events)
     failure = None
     if outcome.result is None and outcome.ending not in ("cancelled",):
         failure = f"{outcome.error_type}: {outcome.message}"
     record = RunRecord(
         **base,
-        run_id=first_run,
+        run_id=run.run_id,
         ending=outcome.ending,
         failure=failure,
         latency_seconds=history_latency(events),
