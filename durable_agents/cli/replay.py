@@ -26,14 +26,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import WorkflowHistory
 from temporalio.converter import DataConverter
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Replayer
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import CLI_ERROR, OK, RUN_FAILED, CliError
-from durable_agents.client.connection import connect, open_store
+from durable_agents.client import AgentClient
+from durable_agents.client.connection import open_store
 from durable_agents.runtime.codec import data_converter
 from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.tools.catalog import CATALOG
@@ -127,17 +128,18 @@ def read_history(path: Path) -> WorkflowHistory:
     return WorkflowHistory.from_json(started.workflow_id or path.stem, text)
 
 
-async def downloaded(client: Client, args: argparse.Namespace) -> AsyncIterator[WorkflowHistory]:
+async def downloaded(
+    agents: AgentClient, args: argparse.Namespace
+) -> AsyncIterator[WorkflowHistory]:
     """Every run of each `--workflow-id`, then the runs `--query` lists."""
     queries = [(f'WorkflowId="{wid}"', None) for wid in args.workflow_id]
     if args.query:
         queries.append((args.query, args.limit))
     for query, limit in queries:
         found = False
-        async for run in client.list_workflows(query, limit=limit):
+        async for history in agents.histories(query, limit=limit):
             found = True
-            handle = client.get_workflow_handle(run.id, run_id=run.run_id)
-            yield await handle.fetch_history()
+            yield history
         if not found:
             raise CliError(f"no run matches {query}")
 
@@ -179,9 +181,9 @@ async def replay(args: argparse.Namespace, ctx: Context) -> int:
     load_tool_modules(settings)
     histories = [read_history(Path(p)) for p in args.files]
     if args.workflow_id or args.query:
-        client = await connect(ctx.target)
-        converter = client.data_converter
-        histories += [h async for h in downloaded(client, args)]
+        agents = await ctx.agents()
+        converter = agents.client.data_converter
+        histories += [h async for h in downloaded(agents, args)]
     else:
         key, previous = settings.payload_key_bytes, settings.previous_keys
         store = await open_store(ctx.target)

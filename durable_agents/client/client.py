@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client, WorkflowExecution
+from temporalio.client import Client, WorkflowExecution, WorkflowHistory
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -293,6 +293,20 @@ class AgentClient:
         except RPCError as error:
             raise explain_rpc(error, None, "cannot list the runs") from None
         return listed
+
+    async def histories(
+        self, query: str, *, limit: int | None = None
+    ) -> AsyncIterator[WorkflowHistory]:
+        """The history of every run a visibility `query` lists (within this client's tenant),
+        at most `limit` runs: what `agent replay` replays."""
+        if self.tenant is not None:
+            query = f'({query}) AND {AGENT_TENANT.name}="{self.tenant}"'
+        try:
+            async for execution in self.client.list_workflows(query, limit=limit):
+                handle = self.client.get_workflow_handle(execution.id, run_id=execution.run_id)
+                yield await handle.fetch_history()
+        except RPCError as error:
+            raise explain_rpc(error, None, "cannot read the histories") from None
 
     def memo(self, tenant: str | None) -> dict[str, str]:
         """What a run or a session this client starts records in its memo: the server that
