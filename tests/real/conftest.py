@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
@@ -28,6 +29,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from scripts.real_model import RealModelServer, worker_environment
 from testkit.crash_tools import WorkerProcess
+from tests.hang_guard import with_deadline
 from tests.test_cli_run import AgentCli
 
 BASE_URL_ENV = "REAL_MODEL_BASE_URL"
@@ -38,6 +40,22 @@ WORKER_ENV_DROPPED = (
     "MODEL",
     "TASK_QUEUE",
 )
+
+
+REAL_MODEL_DEADLINE_SECONDS = 1800.0
+"""A journey against the real model takes minutes on a busy 2-core CPU (a model call can take
+two): the everyday hang guard (tests/hang_guard.py, 300 s) would cancel it mid-run."""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-model journeys get `REAL_MODEL_DEADLINE_SECONDS` instead of the hang guard's."""
+    for item in items:
+        guarded: Any = getattr(item, "obj", None)
+        if item.get_closest_marker("real_model") and hasattr(guarded, "hang_guard_seconds"):
+            item.obj = with_deadline(  # type: ignore[attr-defined]
+                guarded.__wrapped__, item.nodeid, REAL_MODEL_DEADLINE_SECONDS
+            )
 
 
 @dataclass

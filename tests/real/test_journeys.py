@@ -59,6 +59,11 @@ PLAN_STEP_COPIES = (
     "replan the run answers 107, not 425 (plan-and-execute itself with a scripted model: "
     "tests/test_plan_and_execute.py)"
 )
+RECOVERY_COPIES = (
+    "model limit: it never sends the failing '17 x 25' (it writes '17 * 25' at once, 425), then "
+    "calls the calculator with the description's example '(17 * 25 + 3) / 4' until "
+    "repeated_calls"
+)
 REPEATS_AGENT = (
     "model limit: it hands the task to the researcher agent again after its report, until the "
     "loop guard stops the run (repeated_calls)"
@@ -334,6 +339,7 @@ async def test_a_three_turn_session(real_worker: RealWorker) -> None:
     assert failed_tasks == []
 
 
+@pytest.mark.xfail(strict=True, reason=RECOVERY_COPIES)
 async def test_recovery_from_a_failing_tool(real_worker: RealWorker) -> None:
     ran = await agent_run(
         real_worker,
