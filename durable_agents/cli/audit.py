@@ -26,17 +26,19 @@ from datetime import UTC, datetime, timedelta
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client, WorkflowExecution
+from temporalio.client import WorkflowExecution
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError
 
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK, CliError
+from durable_agents.client import AgentClient
 from durable_agents.client.connection import run_tenant
 from durable_agents.client.workflow_calls import SESSION_TYPE, WORKFLOW_TYPE
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import HumanDecision
 from durable_agents.contracts.principals import TENANT_PATTERN
+from durable_agents.errors import AgentError
 from durable_agents.loop.approvals import args_digest
 from durable_agents.workflows.search_attributes import AGENT_TENANT
 
@@ -184,14 +186,15 @@ async def decisions_in(
                     yield step.human, step.tool
 
 
-async def audit_records(client: Client, since: datetime, tenant: str | None) -> list[AuditRecord]:
+async def audit_records(
+    agents: AgentClient, since: datetime, tenant: str | None
+) -> list[AuditRecord]:
     """Every decision since `since` (in `tenant`), oldest first (see the module docstring)."""
     records: dict[tuple[str, str, str, str], AuditRecord] = {}
-    async for execution in client.list_workflows(visibility_query(since, tenant)):
+    converter = agents.client.data_converter
+    async for execution, history in agents.histories(visibility_query(since, tenant)):
         tenant_of_run = await run_tenant(execution)
-        handle = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-        history = await handle.fetch_history()
-        async for decision, tool in decisions_in(history.events, client.data_converter):
+        async for decision, tool in decisions_in(history.events, converter):
             if decision.at < since:
                 continue
             record = audit_record(execution, tenant_of_run, decision, tool)
@@ -209,10 +212,9 @@ def table(rows: list[list[str]]) -> list[str]:
 
 async def audit(args: argparse.Namespace, ctx: Context) -> int:
     """`agent audit --since WHEN [--tenant T] [--json]` (see the module docstring)."""
-    client = (await ctx.agents()).client
     try:
-        records = await audit_records(client, args.since, args.tenant)
-    except RPCError as error:
+        records = await audit_records(await ctx.agents(), args.since, args.tenant)
+    except (RPCError, AgentError) as error:
         if args.tenant and AGENT_TENANT.name in str(error):
             raise CliError(
                 f"the namespace cannot filter by {AGENT_TENANT.name} ({error}); a worker "

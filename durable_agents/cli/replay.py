@@ -137,7 +137,7 @@ async def downloaded(
         queries.append((args.query, args.limit))
     for query, limit in queries:
         found = False
-        async for history in agents.histories(query, limit=limit):
+        async for _, history in agents.histories(query, limit=limit):
             found = True
             yield history
         if not found:

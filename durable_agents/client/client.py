@@ -296,15 +296,15 @@ class AgentClient:
 
     async def histories(
         self, query: str, *, limit: int | None = None
-    ) -> AsyncIterator[WorkflowHistory]:
-        """The history of every run a visibility `query` lists (within this client's tenant),
-        at most `limit` runs: what `agent replay` replays."""
+    ) -> AsyncIterator[tuple[WorkflowExecution, WorkflowHistory]]:
+        """Every run a visibility `query` lists (within this client's tenant), at most `limit`
+        runs, with its history: what `agent replay` replays and `agent audit` reads."""
         if self.tenant is not None:
             query = f'({query}) AND {AGENT_TENANT.name}="{self.tenant}"'
         try:
             async for execution in self.client.list_workflows(query, limit=limit):
                 handle = self.client.get_workflow_handle(execution.id, run_id=execution.run_id)
-                yield await handle.fetch_history()
+                yield execution, await handle.fetch_history()
         except RPCError as error:
             raise explain_rpc(error, None, "cannot read the histories") from None
 

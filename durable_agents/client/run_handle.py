@@ -59,6 +59,7 @@ from durable_agents.contracts.events import TERMINAL_EVENT_TYPES, AgentEvent
 from durable_agents.contracts.principals import DecisionMaker, Role
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.errors import (
+    AgentError,
     AlreadyDecided,
     ApproverRoleMissing,
     DecisionRefused,
@@ -409,14 +410,8 @@ class RunHandle:
     ) -> HumanDecision:
         try:
             task_queue = await self.task_queue_if_running(decision)
-        except RunEnded:  # a second answer to a call decided before the run ended
-            if await was_answered(self.workflow, call_id):
-                raise AlreadyDecided(
-                    f"call {call_id!r} was decided before the run ended",
-                    call_id=call_id,
-                    workflow_id=self.id,
-                ) from None
-            raise
+        except RunEnded as ended:  # a second answer to a call decided before the run ended
+            raise await self._decided_before_the_end(call_id, ended) from None
         if decision == "approve" and self.roles is not None:
             await self._check_role(task_queue, call_id)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
@@ -425,9 +420,23 @@ class RunHandle:
             payload["args_digest"] = await full_digest(
                 self.workflow, task_queue, call_id, digest, self.digest_name
             )
-        recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
+        try:
+            recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
+        except RunNotFound as closed:  # the run ended while the answer was on its way
+            raise await self._decided_before_the_end(call_id, closed) from None
         self._answered.add(call_id)
         return recorded
+
+    async def _decided_before_the_end(self, call_id: str, error: AgentError) -> AgentError:
+        """What an answer to an ended run is: `AlreadyDecided` for a call answered before the
+        end (however fast the run ended), else `error` itself."""
+        if await was_answered(self.workflow, call_id):
+            return AlreadyDecided(
+                f"call {call_id!r} was decided before the run ended",
+                call_id=call_id,
+                workflow_id=self.id,
+            )
+        return error
 
     async def decide_all(
         self,
