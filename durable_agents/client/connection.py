@@ -213,6 +213,11 @@ def not_found(workflow_id: str) -> RunNotFound:
     )
 
 
+UNREADABLE_TENANT = "?"
+"""The tenant of a run whose memo this client cannot read and that has no `AgentTenant`: no
+tenant's name (they match `TENANT_PATTERN`), so only an admin reaches it."""
+
+
 async def run_tenant(description: WorkflowExecution) -> str:
     """The tenant of a run or a session (described or listed): its `AgentTenant` search
     attribute, else the tenant its starter recorded in its memo, else the default tenant (a
@@ -220,7 +225,10 @@ async def run_tenant(description: WorkflowExecution) -> str:
     tenant = description.typed_search_attributes.get(AGENT_TENANT)
     if tenant:
         return tenant
-    recorded = (await description.memo()).get(TENANT_MEMO)
+    try:
+        recorded = (await description.memo()).get(TENANT_MEMO)
+    except Exception:  # a memo this client cannot decode (encrypted with a key it lacks)
+        return UNREADABLE_TENANT
     return recorded if isinstance(recorded, str) and recorded else DEFAULT_TENANT
 
 
