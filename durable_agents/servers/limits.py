@@ -164,7 +164,10 @@ class StartLimits:
         )
         found: dict[str, CountedRun] = {}
         async for execution in self.client.list_workflows(query):
-            memo = await execution.memo()
+            try:
+                memo = await execution.memo()
+            except Exception:  # a memo this server cannot decode: not one it started
+                continue
             if (memo.get(STARTER_MEMO), memo.get(TENANT_MEMO)) != (
                 principal.name,
                 principal.tenant,
