@@ -416,13 +416,13 @@ class RunHandle:
             await self._check_role(task_queue, call_id)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
         payload = self.signed(payload | {k: v for k, v in extra.items() if v is not None})
-        if digest is not None:
-            payload["args_digest"] = await full_digest(
-                self.workflow, task_queue, call_id, digest, self.digest_name
-            )
         try:
+            if digest is not None:
+                payload["args_digest"] = await full_digest(
+                    self.workflow, task_queue, call_id, digest, self.digest_name
+                )
             recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
-        except RunNotFound as closed:  # the run ended while the answer was on its way
+        except (RunEnded, RunNotFound) as closed:  # the run ended while the answer was on its way
             raise await self._decided_before_the_end(call_id, closed) from None
         self._answered.add(call_id)
         return recorded
