@@ -70,6 +70,8 @@ VOLATILE = [
     (re.compile(r"^turn \d+(/\d+)?( · [^\n]*)?\n", re.MULTILINE), ""),
     # likewise a plan's checklist that a revision replaced shows only if a look caught it
     (re.compile(r"^plan:\n(?:  .*\n)+?(?=plan \(revision)", re.MULTILINE), ""),
+    # and a call's line printed again for a retried step shows twice only if a look caught both
+    (re.compile(r"^(  [✗✓] .*\n)\1+", re.MULTILINE), r"\1"),
     (re.compile(r"\beval-\d{8}T\d{6}Z-[0-9a-f]+"), "eval-<id>"),
     (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
     (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),

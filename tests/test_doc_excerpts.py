@@ -173,3 +173,11 @@ def test_volatile_drops_a_plan_checklist_a_revision_replaced() -> None:
     assert volatile(caught) == volatile(missed)
     kept = "plan:\n  · 1. calculator\n  ? plan waits for approval\napprove plan? y\nplan:\n"
     assert volatile(kept) == kept
+
+
+def test_volatile_folds_a_call_line_a_look_caught_twice() -> None:
+    twice = "  ✗ calculator {} → Error: division by zero\n" * 2 + "done\n"
+    once = "  ✗ calculator {} → Error: division by zero\ndone\n"
+    assert volatile(twice) == volatile(once)
+    different = "  ✗ calculator {} → Error: a\n  ✗ calculator {} → Error: b\n"
+    assert volatile(different) == different
