@@ -64,6 +64,18 @@ def turns(request: ModelRequest) -> int:
     return sum(1 for m in request.messages if m.role == "tool")
 
 
+def delegates_a_write(request: ModelRequest) -> Completion | str:
+    """The parent hands the writer a write (call `d1`); the writer's `write_file` (`w1`, of
+    `n.txt`) waits for a person; each answers with what its tool returned."""
+    if who(request) == "WRITER":
+        if turns(request) == 0:
+            return tool_calls(call("write_file", {"path": "n.txt", "content": "hi"}, id="w1"))
+        return f"writer: {last_tool_result(request)}"
+    if turns(request) == 0:
+        return tool_calls(call("writer", {"task": "write hi to n.txt"}, id="d1"))
+    return "done"
+
+
 def last_tool_result(request: ModelRequest) -> str:
     return next(m.content or "" for m in reversed(request.messages) if m.role == "tool")
 
@@ -99,16 +111,7 @@ async def test_a_profile_runs_as_a_child_workflow(scripted_agent: ScriptedHarnes
 
 
 async def test_a_childs_approval_is_answered_at_the_parent(scripted_agent: ScriptedHarness) -> None:
-    def script(request: ModelRequest) -> Completion | str:
-        if who(request) == "WRITER":
-            if turns(request) == 0:
-                return tool_calls(call("write_file", {"path": "n.txt", "content": "hi"}, id="w1"))
-            return f"writer: {last_tool_result(request)}"
-        if turns(request) == 0:
-            return tool_calls(call("writer", {"task": "write hi to n.txt"}, id="d1"))
-        return "done"
-
-    scripted_agent.model.set_handler(script)
+    scripted_agent.model.set_handler(delegates_a_write)
     handle = await scripted_agent.start({"prompt": "write", "agents": ["writer"]})
     pending = await eventually(
         lambda: handle.query("pending_approvals", result_type=list[PendingRequest]),

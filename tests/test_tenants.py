@@ -23,7 +23,6 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.client import AgentClient, RunHandle
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agents import AgentProfile, ParentLink
-from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.contracts.principals import DEFAULT_TENANT, DecisionMaker, Principal
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.errors import (
@@ -43,9 +42,9 @@ from tests import scripted_model as sm
 from tests.catalog import TEST_CATALOG
 from tests.conftest import FAKE_MODEL, AgentHarness, ScriptedHarness, started_workers
 from tests.http_api_support import live_api
-from tests.scripted_model import Completion, ScriptedChatModel, call, tool_calls
+from tests.scripted_model import ScriptedChatModel
 from tests.test_cli_run import AgentCli
-from tests.test_sub_agents import last_tool_result, turns, who
+from tests.test_sub_agents import delegates_a_write
 
 CATALOG = TEST_CATALOG.with_search_attributes()
 ALICE = Principal(name="alice", tenant="acme", roles=frozenset({"start", "approve", "read"}))
@@ -323,16 +322,7 @@ async def test_a_sub_agents_guarded_call_keeps_the_two_person_rule(
     the parent, is refused to the starter there (nothing is forwarded) and approved by another
     principal of the tenant, whose name the child records."""
 
-    def script(request: ModelRequest) -> Completion | str:
-        if who(request) == "WRITER":
-            if turns(request) == 0:
-                return tool_calls(call("write_file", {"path": "n.txt", "content": "hi"}, id="w1"))
-            return f"writer: {last_tool_result(request)}"
-        if turns(request) == 0:
-            return tool_calls(call("writer", {"task": "write hi to n.txt"}, id="d1"))
-        return "done"
-
-    scripted_agent.model.set_handler(script)
+    scripted_agent.model.set_handler(delegates_a_write)
     agents = AgentClient(
         scripted_agent.client, task_queue=scripted_agent.task_queue, principal=ALICE
     )
