@@ -74,6 +74,7 @@ from durable_agents.runtime.event_stream import (
     StreamReading,
     follow_events,
     read_events,
+    read_range,
     stream_end,
 )
 
@@ -306,20 +307,10 @@ class RunHandle:
         finally:
             await source.aclose()  # type: ignore[attr-defined]
 
-    async def read_range(self, start: int, end: int | None = None) -> AsyncIterator[AgentEvent]:
+    def read_range(self, start: int, end: int | None = None) -> AsyncIterator[AgentEvent]:
         """The events at offsets `start` <= offset < `end` (None: up to the stream's end now),
         read with the stream's poll query: nothing enters the run's history."""
-        position = start
-        while end is None or position < end:
-            events, next_offset = await self.read_events(after=position - 1 if position else None)
-            for event in events:
-                assert event.offset is not None
-                if end is not None and event.offset >= end:
-                    return
-                yield event
-            if next_offset <= position:
-                return
-            position = next_offset
+        return read_range(lambda after: self.read_events(after=after), start, end)
 
     async def stream_offset(self) -> int:
         """Where the event stream ends now: the offset its next event will have (0 for a

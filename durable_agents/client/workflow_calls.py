@@ -48,7 +48,7 @@ from durable_agents.errors import (
 )
 from durable_agents.loop.approvals import TWO_PERSON_RULE
 from durable_agents.loop.summaries import first_line
-from durable_agents.runtime.event_stream import read_handle_events
+from durable_agents.runtime.event_stream import read_handle_events, read_range
 
 WORKFLOW_TYPE: Final = "AgentWorkflow"
 SESSION_TYPE: Final = "SessionWorkflow"
@@ -156,15 +156,9 @@ async def was_answered(
     stream, or a step of it that a person (or the client) answered in the steps its `status`
     query shows."""
     with contextlib.suppress(Exception):
-        position = 0
-        while True:  # (an answer is capped near 1 MB: read on from where it stopped)
-            after = position - 1 if position > 0 else None
-            events, next_offset = await read_handle_events(handle, after=after)
-            if any(e.type in answered_types and e.call_id == call_id for e in events):
+        async for event in read_range(lambda after: read_handle_events(handle, after=after)):
+            if event.type in answered_types and event.call_id == call_id:
                 return True
-            if next_offset <= position:
-                break
-            position = next_offset
     try:
         status = await query_status(handle, QUERY_TIMEOUT.total_seconds())
     except Exception:  # a session's `status` is not a run's: its stream said it all

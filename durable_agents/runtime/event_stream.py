@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Collection
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -346,6 +346,29 @@ async def read_events(
     return await read_handle_events(
         handle, after=after, payload_converter=client.data_converter.payload_converter
     )
+
+
+PageReader = Callable[[int | None], Awaitable[tuple[list[AgentEvent], int]]]
+"""One look at a stream: the events after an offset (None: from the first) and the offset to
+read from next (`read_events`, `read_handle_events`)."""
+
+
+async def read_range(
+    read_page: PageReader, start: int = 0, end: int | None = None
+) -> AsyncIterator[AgentEvent]:
+    """The events at offsets `start` <= offset < `end` (None: up to the stream's end now), page
+    after page of `read_page` (an answer is capped near 1 MB: read on from where it stopped)."""
+    position = start
+    while end is None or position < end:
+        events, next_offset = await read_page(position - 1 if position else None)
+        for event in events:
+            assert event.offset is not None
+            if end is not None and event.offset >= end:
+                return
+            yield event
+        if next_offset <= position:
+            return
+        position = next_offset
 
 
 async def read_handle_events(
