@@ -16,6 +16,7 @@ agent and the catalog's profiles.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from durable_agents.tools.memory_store import MemoryStore
 
 if TYPE_CHECKING:
     from durable_agents.activities.mcp_servers import McpServers
+    from durable_agents.runtime.settings import EnvironmentSettings
 
 
 def with_agents(catalog: Catalog, agents: Sequence[Agent[Any]]) -> Catalog:
@@ -134,7 +136,7 @@ class DurableAgentsPlugin(SimplePlugin):
         engine = engine_workers(
             client,
             task_queue=config["task_queue"],
-            model=AgentModels(self._model or _model_from_environment(), self.agents),
+            model=AgentModels(self._model or self._model_from_environment(), self.agents),
             catalog=self.catalog,
             workspace=self._workspace_folder(),
             memory=self._memory,
@@ -175,16 +177,19 @@ class DurableAgentsPlugin(SimplePlugin):
     def _workspace_folder(self) -> Path:
         if self._workspace is not None:
             return self._workspace.resolve()
-        from durable_agents.runtime.settings import EnvironmentSettings
-
-        folder = EnvironmentSettings.from_env().workspace
+        folder = self._environment.workspace
         folder.mkdir(parents=True, exist_ok=True)
         return folder.resolve()
 
+    def _model_from_environment(self) -> ChatModel:
+        """The model `worker.py` would use, from the same environment variables."""
+        from durable_agents.runtime.models import chat_model_for
 
-def _model_from_environment() -> ChatModel:
-    """The model `worker.py` would use, from the same environment variables."""
-    from durable_agents.runtime.models import chat_model_for
-    from durable_agents.runtime.settings import EnvironmentSettings
+        return chat_model_for(self._environment)
 
-    return chat_model_for(EnvironmentSettings.from_env())
+    @functools.cached_property
+    def _environment(self) -> EnvironmentSettings:
+        """The worker's environment settings, read once, when a default needs them."""
+        from durable_agents.runtime.settings import EnvironmentSettings
+
+        return EnvironmentSettings.from_env()
