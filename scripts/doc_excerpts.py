@@ -75,6 +75,8 @@ VOLATILE = [
     (re.compile(r"\beval-\d{8}T\d{6}Z-[0-9a-f]+"), "eval-<id>"),
     (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
     (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),
+    # a `temporal workflow list` row's StartTime within the last second
+    (re.compile(r"^( +\w+ +\S+ +\w+Workflow +)now$", re.MULTILINE), r"\1<a while> ago"),
     # `temporal workflow list` centres its StartTime header over the widest "... ago"
     (re.compile(r"^ +Status +WorkflowId +Type +StartTime$", re.MULTILINE), "<list header>"),
     # an eval table's latency columns (p50, p95), after its cost column

@@ -181,3 +181,10 @@ def test_volatile_folds_a_call_line_a_look_caught_twice() -> None:
     assert volatile(twice) == volatile(once)
     different = "  ✗ calculator {} → Error: a\n  ✗ calculator {} → Error: b\n"
     assert volatile(different) == different
+
+
+def test_volatile_masks_a_list_rows_start_time_of_now() -> None:
+    now = "  Completed  chat-1      SessionWorkflow  now\n"
+    ago = "  Completed  chat-1      SessionWorkflow  2 seconds ago\n"
+    assert volatile(now) == volatile(ago)
+    assert volatile("it is raining now\n") == "it is raining now\n"
