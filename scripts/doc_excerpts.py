@@ -52,7 +52,7 @@ DOCS = [
 MARKER = re.compile(r"^<!-- generated: ([\w.-]+) -->$")
 END_MARKER = "<!-- end generated: {name} -->"
 """Closes a generated table (a block rendered from recorded runs, not a fenced block)."""
-DEFAULT_PORT, DEFAULT_UI_PORT, DEFAULT_API_PORT = 7233, 8233, 8000
+DEFAULT_PORT, DEFAULT_UI_PORT, DEFAULT_API_PORT, DEFAULT_A2A_PORT = 7233, 8233, 8000, 8766
 API_TOKEN = "docs-example-token-not-a-secret"
 """`agent serve`'s bearer token in the HTTP examples (they show it as `$AGENT_API_TOKEN`)."""
 KEPT_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "XDG_CACHE_HOME")
@@ -73,6 +73,11 @@ VOLATILE = [
     # and a call's line printed again for a retried step shows twice only if a look caught both
     (re.compile(r"^(  [✗✓] .*\n)\1+", re.MULTILINE), r"\1"),
     (re.compile(r"\beval-\d{8}T\d{6}Z-[0-9a-f]+"), "eval-<id>"),
+    # the MCP and A2A gateways' progress lines: a turn's line shows when a look (every 300 ms)
+    # catches the turn, so the numbering of the MCP notifications after it shifts too
+    (re.compile(r"^  (progress \d+: |TASK_STATE_WORKING +)turn \d+.*\n", re.MULTILINE), ""),
+    (re.compile(r"^  progress \d+: ", re.MULTILINE), "  progress <n>: "),
+    (re.compile(r"\bmcp-[0-9a-f]{8,}\b"), "mcp-<id>"),
     (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
     (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),
     # a `temporal workflow list` row's StartTime within the last second
@@ -107,6 +112,7 @@ class Stage:
     port: int = field(default_factory=free_port)
     ui_port: int = field(default_factory=free_port)
     api_port: int = field(default_factory=free_port)
+    a2a_port: int = field(default_factory=free_port)
     worker_output: str = ""
     last_code: int | None = None
     """The exit code of the last command `sh` ran."""
@@ -129,6 +135,7 @@ class Stage:
         text = text.replace(f"localhost:{self.port}", f"localhost:{DEFAULT_PORT}")
         text = text.replace(f"127.0.0.1:{self.port}", f"127.0.0.1:{DEFAULT_PORT}")
         text = text.replace(f":{self.ui_port}", f":{DEFAULT_UI_PORT}")
+        text = text.replace(f":{self.a2a_port}", f":{DEFAULT_A2A_PORT}")
         return text.replace(f":{self.api_port}", f":{DEFAULT_API_PORT}")
 
     async def sh(self, command: str, *, shown: str | None = None, stdin: str = "") -> str:
@@ -409,13 +416,21 @@ async def agent_run_piped(here: Stage) -> str:
 
 async def agent_serve(here: Stage) -> None:
     """`agent serve` with a token on the stage's API port, until the stage ends."""
+    await served(here, "serve", here.api_port, {"AGENT_API_TOKEN": API_TOKEN})
+
+
+async def served(
+    here: Stage, command: str, port: int, settings: dict[str, str] | None = None
+) -> None:
+    """`agent COMMAND --port PORT` (serve, a2a) beside the stage's worker, with the reader's
+    `settings` (environment variables) if any, once it listens; stopped when the stage ends."""
     server = await asyncio.create_subprocess_exec(
         str(here.folder / ".venv" / "bin" / "agent"),
-        "serve",
+        command,
         "--port",
-        str(here.api_port),
+        str(port),
         cwd=here.folder,
-        env=here.env | {"TEMPORAL_ADDRESS": f"localhost:{here.port}", "AGENT_API_TOKEN": API_TOKEN},
+        env=here.env | {"TEMPORAL_ADDRESS": f"localhost:{here.port}"} | (settings or {}),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -427,11 +442,11 @@ async def agent_serve(here: Stage) -> None:
     here.services.push_async_callback(stop)
     for _ in range(150):
         with contextlib.suppress(OSError):
-            _, writer = await asyncio.open_connection("127.0.0.1", here.api_port)
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
         await asyncio.sleep(0.1)
-    raise RuntimeError("agent serve did not listen within 15 s")
+    raise RuntimeError(f"agent {command} did not listen within 15 s")
 
 
 async def waiting_call(here: Stage) -> str:
@@ -635,6 +650,28 @@ async def eval_runs_listed(here: Stage) -> str:
 
 
 command_recipe("agent-run-weather", "agent run 'What is the weather like in Paris?' --id weather-1")
+
+
+@recipe("mcp-session")
+async def mcp_session(here: Stage) -> str:
+    """The official MCP client starting `agent mcp` over stdio (`scripts/docs/mcp_session.py`):
+    a run with progress, an approval decided with its digest, an unknown agent refused."""
+    script = "scripts/docs/mcp_session.py"  # the gateway's log (stderr) kept out of the page
+    return await here.sh(
+        f"python {ROOT / script} 2>agent-mcp.log", shown=f"python {script} 2>agent-mcp.log"
+    )
+
+
+@recipe("a2a-session")
+async def a2a_session(here: Stage) -> str:
+    """`a2a-sdk`'s streaming client against `agent a2a` (`scripts/docs/a2a_session.py`): a task
+    that waits for approval answered on the task, a skill picked, an unknown agent refused."""
+    await served(here, "a2a", here.a2a_port)
+    script = "scripts/docs/a2a_session.py"
+    return await here.sh(
+        f"python {ROOT / script} --url http://127.0.0.1:{here.a2a_port}/",
+        shown=f"python {script}",
+    )
 
 
 def difference(block: Block, text: str) -> str:

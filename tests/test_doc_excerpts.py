@@ -58,8 +58,11 @@ PASTED_UNTIL_ISSUE_34 = {
     "plan-replanned": "docs/how-to/plan-and-execute.md",
     "eval-multi-step": "docs/how-to/plan-and-execute.md",
     "session-chat": "docs/how-to/sessions.md",
+    "mcp-session": "docs/mcp-and-a2a.md",
+    "a2a-session": "docs/mcp-and-a2a.md",
 }
-"""Transcripts the site's pages showed pasted from runs of 2026-12-01 (issue 34, item 5)."""
+"""Transcripts the site's pages showed pasted from runs of 2026-12-01 (issue 34, item 5); the
+MCP and A2A sessions are the clients in scripts/docs/ run against `make run`'s worker."""
 
 
 def test_the_drifted_excerpts_are_generated_where_the_issue_found_them() -> None:
@@ -188,3 +191,28 @@ def test_volatile_masks_a_list_rows_start_time_of_now() -> None:
     ago = "  Completed  chat-1      SessionWorkflow  2 seconds ago\n"
     assert volatile(now) == volatile(ago)
     assert volatile("it is raining now\n") == "it is raining now\n"
+
+
+def test_volatile_drops_a_gateways_turn_lines_and_renumbers_its_progress() -> None:
+    """A turn's progress line shows only when the gateway's look caught the turn running."""
+    caught = (
+        "  progress 1: turn 1\n  progress 2: turn 2/10 · 36 tokens so far\n"
+        "  progress 3: ✓ calculator {} → 425\n"
+        'run_agent -> {"workflow_id": "mcp-65d904a60c"}\n'
+        "  TASK_STATE_WORKING           turn 2/8\n  TASK_STATE_COMPLETED         425\n"
+    )
+    missed = (
+        "  progress 1: ✓ calculator {} → 425\n"
+        'run_agent -> {"workflow_id": "mcp-edd1123864"}\n'
+        "  TASK_STATE_COMPLETED         425\n"
+    )
+    assert volatile(caught) == volatile(missed)
+    assert volatile("  progress 1: ✓ a\n") != volatile("  progress 1: ✓ b\n")
+
+
+def test_no_page_says_its_transcript_is_pasted() -> None:
+    """Every transcript is generated: no page keeps one "recorded on" a date, "not regenerated"."""
+    for path in doc_excerpts.DOCS:
+        text = path.read_text()
+        for said in ("not regenerated", "It is not regenerated", "pasted from"):
+            assert said not in text, f"{path.relative_to(doc_excerpts.ROOT)} says {said!r}"
