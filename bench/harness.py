@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -93,6 +94,9 @@ class Bench:
     env: WorkflowEnvironment
     model: Proc
     procs: list[Proc] = field(default_factory=list)
+    metrics_port: int | None = None
+    """The dev server's Prometheus port (`/metrics`): what reached the server, e.g. the
+    queries target 6's stream followers make, which leave nothing in any history."""
     ours_tuning: dict[str, Any] = field(default_factory=dict)
     """`WorkerTuning` fields every worker of ours gets here unless `worker()` is told otherwise
     (the peers benchmark: what docs/fleet.md recommends for the server it runs on)."""
@@ -132,9 +136,11 @@ class Bench:
 async def bench_stack(server_args: Sequence[str] = ()) -> AsyncIterator[Bench]:
     """A dev server (the suggested continue-as-new switched off, so every configuration
     continues-as-new only by its own rules), the fake model; everything stopped on exit."""
+    metrics_port = free_port()
     args = [
         *("--dynamic-config-value", f"limit.historySize.suggestContinueAsNew={SUGGEST_OFF}"),
         *("--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_OFF}"),
+        *("--metrics-port", str(metrics_port)),
         *server_args,
     ]
     env = await WorkflowEnvironment.start_local(
@@ -144,13 +150,20 @@ async def bench_stack(server_args: Sequence[str] = ()) -> AsyncIterator[Bench]:
         dev_server_log_level="error",
     )
     model = spawn("bench.fake_model")
-    bench = Bench(env, model)
+    bench = Bench(env, model, metrics_port=metrics_port)
     try:
         yield bench
     finally:
         for proc in [*bench.procs, model]:
             proc.stop()
         await env.shutdown()
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for a server the benchmark starts)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def median(values: Sequence[float]) -> float:

@@ -157,8 +157,9 @@ async def replay_target(
         history = await replay.record(
             bench.client, workflow_id, out / f"5_history_{side.kind}_100_turns.json"
         )
-        times = await replay.replay_times(side.kind, history, tuning=tuning)
-        result[side.kind] = replay.summary(side.kind, len(history.events), times)
+        cpu: list[float] = []
+        times = await replay.replay_times(side.kind, history, tuning=tuning, cpu=cpu)
+        result[side.kind] = replay.summary(side.kind, len(history.events), times, cpu)
     save(out, "5_replay.json", result)
     return result
 
