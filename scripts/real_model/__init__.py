@@ -317,6 +317,35 @@ def worker_environment(base_url: str) -> dict[str, str]:
     return {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": API_KEY, "MODEL": ALIAS}
 
 
+WORKER_ENV_DROPPED = (
+    "TEMPORAL_ADDRESS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "MODEL",
+    "TASK_QUEUE",
+)
+"""The caller's variables a worker started here never inherits: it gets its own."""
+
+
+def worker_process_environment(
+    base_url: str, address: str, task_queue: str, root: Path
+) -> dict[str, str]:
+    """The whole environment of a `python worker.py` (as `make run` starts it) that serves
+    `task_queue` of the Temporal server at `address` with the model at `base_url`; its workspace
+    and memory database under `root` (the journeys' worker, `bench.real_model`'s)."""
+    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
+    return (
+        env
+        | worker_environment(base_url)
+        | {
+            "TEMPORAL_ADDRESS": address,
+            "TASK_QUEUE": task_queue,
+            "AGENT_WORKSPACE": str(root / "workspace"),
+            "MEMORY_DATABASE_PATH": str(root / "memory.db"),
+        }
+    )
+
+
 @dataclass
 class RealModelServer:
     """`llama-server` with the project's template, on 127.0.0.1 and a free port.

@@ -27,21 +27,12 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.testing.fake_openai import FakeOpenAIServer
-from scripts.real_model import RealModelServer, worker_environment
+from scripts.real_model import RealModelServer, worker_process_environment
 from testkit.crash_tools import WorkerProcess
 from tests.hang_guard import with_deadline
 from tests.test_cli_run import AgentCli
 
 BASE_URL_ENV = "REAL_MODEL_BASE_URL"
-WORKER_ENV_DROPPED = (
-    "TEMPORAL_ADDRESS",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "MODEL",
-    "TASK_QUEUE",
-)
-
-
 REAL_MODEL_DEADLINE_SECONDS = 1800.0
 """A journey against the real model takes minutes on a busy 2-core CPU (a model call can take
 two): the everyday hang guard (tests/hang_guard.py, 300 s) would cancel it mid-run."""
@@ -98,14 +89,7 @@ async def worker_against(
     workspace.mkdir()
     address = temporal_env.client.service_client.config.target_host
     task_queue = f"agents-real-{uuid.uuid4()}"
-    env = {k: v for k, v in os.environ.items() if k not in WORKER_ENV_DROPPED}
-    env |= worker_environment(base_url)
-    env |= {
-        "TEMPORAL_ADDRESS": address,
-        "TASK_QUEUE": task_queue,
-        "AGENT_WORKSPACE": str(workspace),
-        "MEMORY_DATABASE_PATH": str(root / "memory.db"),
-    }
+    env = worker_process_environment(base_url, address, task_queue, root)
     process = await WorkerProcess.start(env, root / "worker.log", ready_timeout=90)
     try:
         yield RealWorker(
