@@ -10,9 +10,10 @@ even with the plain Temporal CLI: `--input-meta __temporal_external_storage_refe
 JSON, or `encoding=binary/encrypted` with a key the worker does not hold.
 
 Here a step that fails is tried again one payload at a time. A payload that cannot be decoded
-for good becomes an `UNDECODABLE_ENCODING` payload whose data says why. No payload converter
-reads that encoding, so the payload fails later, where the workflow's own rules handle any input
-that does not decode:
+for good becomes an `UNDECODABLE_ENCODING` stand-in whose data names the step that refused it and
+the error's type, never what the error says (a store path, the worker's key ids: the worker's
+log has it). The payload then fails later, where the workflow's own rules handle any input that
+does not decode:
 - a signal is dropped with a log line (by the SDK, or by `workflows.refusals.read_payload`);
 - an update is refused;
 - a run's start fails at once, naming the problem.
@@ -20,6 +21,14 @@ that does not decode:
 An activity's or a child's result that cannot be decoded still fails the task (the SDK decodes
 it outside workflow code), as before. An error that may pass (`is_transient`: the store or the
 network unreachable) is raised as before, and the server retries the task.
+
+The payload converter (`GuardedPayloadConverter`) reads the stand-ins and guards the one place
+where the SDK decodes payloads with no type hints before any workflow code runs: a start, update
+or signal with more payloads than its handler's one raw parameter. One of them that does not
+decode (a stand-in, an unknown encoding, bytes that are not JSON) used to fail every workflow
+task of a start; here it is a non-retryable `ApplicationError` of type `INVALID_INPUT` naming
+the payload (`invalid input: payload 2 of 3 does not decode: ...`), so the run fails at once,
+an update is refused and a signal is dropped.
 
 Only workers use this converter (`worker_client`): a client reading a result or the codec
 server still raises on a payload it cannot decode.
@@ -31,20 +40,35 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.converter import DataConverter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter, EncodingPayloadConverter
+from temporalio.exceptions import ApplicationError
 
+from durable_agents.contracts.errors import INVALID_INPUT
+from durable_agents.loop.validation_errors import describe_validation_error
 from durable_agents.runtime.payload_store import PayloadStoreError
 
 log = logging.getLogger("inbound_payloads")
 
 UNDECODABLE_ENCODING = b"binary/undecodable"
 """The encoding of a payload that stands in for one that could not be decoded."""
-MAX_REASON_CHARS = 500
+MAX_ENCODING_CHARS = 60
 
 Step = Callable[[Sequence[Payload]], Awaitable[list[Payload]]]
+
+STEPS = {
+    "_decode_reference_payload_sequence": "it is marked as stored outside history, and the "
+    "reference does not decode",
+    "_external_retrieve_payload_sequence": "it refers to a payload stored outside history "
+    "that this worker cannot read",
+    "_decode_payload_sequence": "the payload codec cannot decode it",
+}
+"""What a stand-in says for each inbound step of `DataConverter` that refused its payload."""
 
 
 def is_transient(error: BaseException) -> bool:
@@ -64,9 +88,12 @@ def is_transient(error: BaseException) -> bool:
     return False
 
 
-def undecodable(error: BaseException) -> Payload:
-    """The stand-in for a payload that could not be decoded: its data says why."""
-    reason = f"{type(error).__name__}: {error}"[:MAX_REASON_CHARS]
+def undecodable(step: Step, error: BaseException) -> Payload:
+    """The stand-in for a payload that `step` could not decode: its data names the step and
+    the error's type, nothing the error says (that may name a store path or the worker's key
+    ids; the worker's log has it)."""
+    what = STEPS.get(getattr(step, "__name__", ""), "it cannot be decoded")
+    reason = f"{what} ({type(error).__name__})"
     return Payload(metadata={"encoding": UNDECODABLE_ENCODING}, data=reason.encode())
 
 
@@ -81,7 +108,68 @@ async def decoded_each(step: Step, payloads: Sequence[Payload]) -> list[Payload]
         if len(payloads) != 1:
             return [item for payload in payloads for item in await decoded_each(step, [payload])]
         log.warning("a payload that cannot be decoded is replaced: %s", error)
-        return [undecodable(error)]
+        return [undecodable(step, error)]
+
+
+class UndecodablePayloadError(ValueError):
+    """A stand-in was read: the payload it stands in for could not be decoded."""
+
+
+class StandInPayloadConverter(EncodingPayloadConverter):
+    """Reads `UNDECODABLE_ENCODING` stand-ins, only to raise `UndecodablePayloadError` with
+    what the stand-in says; encodes nothing."""
+
+    @property
+    def encoding(self) -> str:
+        return UNDECODABLE_ENCODING.decode()
+
+    def to_payload(self, value: Any) -> Payload | None:
+        return None
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        raise UndecodablePayloadError(payload.data.decode("utf-8", errors="replace"))
+
+
+def decoding_problem(payload: Payload, error: Exception) -> str:
+    """Why `payload` does not decode, in words safe for history: no payload data."""
+    if isinstance(error, UndecodablePayloadError):
+        return str(error)
+    if isinstance(error, ValidationError):
+        return f"not JSON: {describe_validation_error(error)}"
+    encoding = payload.metadata.get("encoding", b"").decode("utf-8", errors="replace")
+    if isinstance(error, KeyError):
+        return f"its encoding {encoding[:MAX_ENCODING_CHARS]!r} is unknown"
+    return f"{encoding[:MAX_ENCODING_CHARS]!r} does not decode ({type(error).__name__})"
+
+
+class GuardedPayloadConverter(PydanticPayloadConverter):
+    """The pydantic payload converter that also reads stand-ins (`StandInPayloadConverter`)
+    and refuses, as bad input, several payloads decoded with no type hints where one does not
+    decode (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._set_converters(*self.converters.values(), StandInPayloadConverter())
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[Any]:
+        if type_hints is not None or len(payloads) < 2:
+            return super().from_payloads(payloads, type_hints)
+        values = []
+        for index, payload in enumerate(payloads, start=1):
+            try:
+                values.extend(super().from_payloads([payload]))
+            except Exception as error:
+                problem = decoding_problem(payload, error)
+                refusal = ApplicationError(
+                    f"invalid input: payload {index} of {len(payloads)} does not decode: "
+                    + problem,
+                    type=INVALID_INPUT,
+                    non_retryable=True,
+                )
+                raise refusal from None
+        return values
 
 
 @dataclass(frozen=True)
@@ -104,10 +192,13 @@ class GuardedDataConverter(DataConverter):
 
 
 def guarded(converter: DataConverter) -> GuardedDataConverter:
-    """`converter` (its payload converter, codec, external storage...), guarded."""
+    """`converter` (its codec, external storage...), guarded; the pydantic payload converter
+    becomes `GuardedPayloadConverter` (another payload converter is kept as it is)."""
     if isinstance(converter, GuardedDataConverter):
         return converter
     fields = {f.name: getattr(converter, f.name) for f in dataclasses.fields(converter) if f.init}
+    if fields["payload_converter_class"] is PydanticPayloadConverter:
+        fields["payload_converter_class"] = GuardedPayloadConverter
     return GuardedDataConverter(**fields)
 
 
