@@ -1,9 +1,9 @@
-"""Optional OpenTelemetry tracing (off by default): spans for starting and running workflows
-and activities, through `temporalio.contrib.opentelemetry`.
+"""Optional OpenTelemetry telemetry (off by default): the GenAI spans and metrics of
+`runtime.telemetry`, exactly once however often a run replays (docs/how-to/telemetry.md).
 
 Enable with `OTEL_ENABLED=1` (needs the `otel` extra: `pip install 'durable-agents[otel]'`).
-Spans go to an OTLP collector when `opentelemetry-exporter-otlp` is installed and
-`OTEL_EXPORTER_OTLP_ENDPOINT` is set, else to the console.
+Spans and metrics go over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, else the spans
+go to the console.
 """
 
 from __future__ import annotations
@@ -32,26 +32,14 @@ def tracing_enabled(source: EnvironmentSettings | Mapping[str, str] | None = Non
 def tracing_interceptors(
     source: EnvironmentSettings | Mapping[str, str] | None = None,
 ) -> list[Interceptor]:
-    """The client (and so worker) interceptors for tracing: none unless `OTEL_ENABLED`."""
+    """The client interceptors for telemetry (none unless `OTEL_ENABLED`): contrib's, which
+    carries the trace context into runs. Sets the process's telemetry up the first time; the
+    workers built on the client add the rest (`runtime.workers.with_telemetry`)."""
     settings = _settings(source)
     if not settings.otel_enabled:
         return []
     require("otel", "OTEL_ENABLED (OpenTelemetry tracing)")
-    from opentelemetry import trace
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-    from temporalio.contrib.opentelemetry import TracingInterceptor
+    from durable_agents.runtime import telemetry
 
-    exporter: SpanExporter = ConsoleSpanExporter()
-    if settings.otel_exporter_otlp_endpoint:
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-            exporter = OTLPSpanExporter()
-        except ImportError:  # pragma: no cover - depends on an optional package
-            pass
-    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
-    return [TracingInterceptor(provider.get_tracer(SERVICE_NAME))]
+    telemetry.install_from_environment(settings.otel_exporter_otlp_endpoint)
+    return list(telemetry.client_interceptors())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import uuid
 from collections import defaultdict
 from collections.abc import Callable
@@ -323,7 +324,9 @@ def engine_workers(
         workflows=[AgentWorkflow, SessionWorkflow],
         activities=activities,
         queues=queues,
-        options=engine_worker_options(catalog, tuning, drain_seconds, deployment),
+        options=with_telemetry(
+            engine_worker_options(catalog, tuning, drain_seconds, deployment), client
+        ),
     )
 
 
@@ -350,6 +353,16 @@ def engine_worker_options(
         "patch_activation_callback": patch_activation(catalog),
         **tuning.worker_options(),
     }
+
+
+def with_telemetry(options: dict[str, Any], client: Client) -> dict[str, Any]:
+    """`options` with the telemetry interceptors and sandbox passthrough, once
+    `runtime.telemetry.install` set telemetry up in this process (OTEL_ENABLED: the module,
+    and OpenTelemetry, are imported only then)."""
+    telemetry = sys.modules.get("durable_agents.runtime.telemetry")
+    if telemetry is None or not telemetry.active():
+        return options
+    return telemetry.worker_options(options, client.config()["interceptors"])
 
 
 def build_workers(

@@ -93,6 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.status import current_details, run_status, visible_phase
     from durable_agents.loop.stop import Limits, Stop, decide_stop
     from durable_agents.loop.summaries import shorten
+    from durable_agents.runtime.telemetry_workflow import model_priced, turn_span
     from durable_agents.workflows.callees.client_tool import record_tool_result
     from durable_agents.workflows.callees.protocol import Callee
     from durable_agents.workflows.delegation import ChildRequests
@@ -257,21 +258,22 @@ class AgentLoop:
         while True:
             await self._continue_as_new_if_due(params)
             self._pad = next_iteration(self._pad)
-            self._set_phase("thinking")
-            await self._summarize_old_context(params, model)
-            self._pad = with_steering(self._pad)
-            reply = await self._ask(model, schemas)
-            reply = self._drop_unknown_calls(params, reply, schemas)
-            reading = read_reply(self._pad, reply, output)
-            self._pad = reading.pad
-            stop = decide_stop(self._pad, limits, reading.outcome)
-            if stop is None and reply.tool_calls:
-                self._set_phase("running_tools")
-                done = await tool_round.run(self._pad, reply, reading.refused)
-                self._pad = with_round(self._pad, reply, done)
-                stop = decide_stop(self._pad, limits, done.outcome)
-            if stop is not None:
-                return await self._conclude(params, stop, model, schemas, output)
+            with turn_span(self._pad.iteration):  # (no command: replays alike either way)
+                self._set_phase("thinking")
+                await self._summarize_old_context(params, model)
+                self._pad = with_steering(self._pad)
+                reply = await self._ask(model, schemas)
+                reply = self._drop_unknown_calls(params, reply, schemas)
+                reading = read_reply(self._pad, reply, output)
+                self._pad = reading.pad
+                stop = decide_stop(self._pad, limits, reading.outcome)
+                if stop is None and reply.tool_calls:
+                    self._set_phase("running_tools")
+                    done = await tool_round.run(self._pad, reply, reading.refused)
+                    self._pad = with_round(self._pad, reply, done)
+                    stop = decide_stop(self._pad, limits, done.outcome)
+                if stop is not None:
+                    return await self._conclude(params, stop, model, schemas, output)
 
     def _script_round(self, callees: Sequence[Callee]) -> ToolRound:
         """A round of tools over `callees`, for the calls of a code-mode script."""
@@ -331,6 +333,7 @@ class AgentLoop:
         extra: list[ChatMessage] | None = None,
     ) -> ModelReply:
         answer = await model.ask(self._pad, schemas, purpose=purpose, extra=extra)
+        model_priced(answer.reply.model, answer.cost_usd)
         self._model_called(with_model_call(self._pad, answer), answer.reply)
         return answer.reply
 

@@ -44,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.event_views import decision_of, event_text
     from durable_agents.loop.policy import matching_rule
     from durable_agents.loop.tool_requests import ArgsSchema
+    from durable_agents.runtime.telemetry_workflow import approval_span
     from durable_agents.workflows.run_events import RunEvents
 
 
@@ -84,6 +85,16 @@ class HumanGate:
         self._emit_request(request)
         self._take_early(request)
         self._on_change()
+        with approval_span(request) as decided:  # (no command: replays alike either way)
+            await self._until_decided(request)
+            decided(self.decisions[request.call_id])
+        self.pending.pop(request.call_id, None)
+        self._emit_decision(request, self.decisions[request.call_id])
+        self._on_change()
+        return self.decisions[request.call_id]
+
+    async def _until_decided(self, request: PendingRequest) -> None:
+        """Wait for `request`'s decision, or record its timeout."""
         timeout = (
             (request.expires_at - request.requested_at) if request.expires_at is not None else None
         )
@@ -102,10 +113,6 @@ class HumanGate:
                 request.call_id,
                 request.on_timeout,
             )
-        self.pending.pop(request.call_id, None)
-        self._emit_decision(request, self.decisions[request.call_id])
-        self._on_change()
-        return self.decisions[request.call_id]
 
     def _emit_request(self, request: PendingRequest) -> None:
         if request.kind is RequestKind.CLIENT_TOOL:  # its answer ends in `tool_call_finished`
