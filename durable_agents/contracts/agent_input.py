@@ -36,6 +36,7 @@ from durable_agents.contracts.policy import ApprovalPolicy
 from durable_agents.contracts.principals import DEFAULT_TENANT, TENANT_PATTERN
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.contracts.stream_state import StreamState
+from durable_agents.contracts.tool_fixtures import MAX_TOOL_FIXTURES, ToolFixture
 
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
@@ -249,6 +250,12 @@ class AgentSettings(BaseModel):
         max_length=MAX_CLIENT_TOOLS,
         description="Tools the client runs itself (docs/client-tools.md): each call waits "
         "durably for the client's `tool_result` update, with the approval timeout rules.",
+    )
+    tool_fixtures: list[ToolFixture] | None = none_omitted(
+        max_length=MAX_TOOL_FIXTURES,
+        description="Recorded tool outputs that answer the run's tool calls instead of the "
+        "tools (`agent eval --from-runs`, docs/how-to/evals-from-runs.md): nothing runs, and a "
+        "call with no recorded output gets a 'new tool call' error observation.",
     )
     code_mode: bool = Field(
         default=False,

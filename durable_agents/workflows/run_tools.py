@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.callees.local_tool import LocalTool
     from durable_agents.workflows.callees.mcp_tool import McpTool
     from durable_agents.workflows.callees.protocol import Callee
+    from durable_agents.workflows.callees.recorded_tool import recorded_callees
     from durable_agents.workflows.refusals import refuse
     from durable_agents.workflows.worker_catalog import worker_catalog
 
@@ -105,6 +106,7 @@ async def prepare_tools(
         if problem:
             refuse(f"invalid AgentWorkflow input: {problem}", INVALID_INPUT)
         callees.extend(ClientTool(spec, gate) for spec in params.client_tools)
+    callees = recorded_callees(callees, params.tool_fixtures)  # an eval: nothing runs
     inner: list[Callee] = []
     if params.code_mode and rounds is not None:
         code = CodeMode(callees, params.code_limits, rounds)

@@ -1,4 +1,6 @@
-"""`agent eval SUITE.yaml [--model M ...] [--concurrency N] [--out DIR]`.
+"""`agent eval SUITE.yaml [--model M ...] [--concurrency N] [--out DIR]`, and
+`agent eval --from-runs QUERY|IDS [--save NAME] [--compare exact|normalized|judge]`
+(`from_runs`: recorded runs rebuilt as cases, rerun and compared with their recordings).
 
 Runs every scenario of the suite with every model (`--model`, repeatable; else the suite's
 `models`; else the worker's default model), `repeat` times, at most `--concurrency` runs at
@@ -14,6 +16,7 @@ the command is wrong (the error names the scenario and the field).
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -21,6 +24,13 @@ from typing import TYPE_CHECKING, TextIO
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK, RUN_FAILED, CliError
 from durable_agents.cli.evaluation import report
+from durable_agents.cli.evaluation.from_runs import (
+    DEFAULT_LIMIT,
+    compare_suite,
+    evaluate_runs,
+    existing_suite,
+    system_prompt_option,
+)
 from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
 from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
 from durable_agents.cli.evaluation.suite import SuiteError, load_suite
@@ -35,7 +45,12 @@ RESULTS_ROOT = Path("eval-results")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `agent eval`."""
-    parser.add_argument("suite", metavar="SUITE.yaml", help="the suite file (evals/*.yaml)")
+    parser.add_argument(
+        "suite",
+        metavar="SUITE.yaml",
+        nargs="?",
+        help="the suite file (evals/*.yaml), or the NAME a suite was saved under (--save)",
+    )
     parser.add_argument(
         "--model",
         action="append",
@@ -63,6 +78,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tag", action="append", metavar="TAG", help="only scenarios with this tag (repeatable)"
+    )
+    parser.add_argument(
+        "--system-prompt",
+        type=system_prompt_option,
+        metavar="TEXT|@FILE",
+        help="the system prompt every run uses instead of the suite's (or the recorded one)",
+    )
+    recorded = parser.add_argument_group(
+        "evals from recorded runs (docs/how-to/evals-from-runs.md)"
+    )
+    recorded.add_argument(
+        "--from-runs",
+        metavar="QUERY|IDS",
+        help="rebuild finished runs as cases (a visibility query, or workflow ids separated by "
+        "commas) and rerun them with their recorded tool outputs, compared with the recording",
+    )
+    recorded.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N runs from the query (default {DEFAULT_LIMIT})",
+    )
+    recorded.add_argument(
+        "--save", metavar="NAME", help="write the cases as the suite evals/NAME.yaml (or a path)"
+    )
+    recorded.add_argument(
+        "--compare",
+        choices=("exact", "normalized", "judge"),
+        default="normalized",
+        help="how answers are compared with the recording (default normalized)",
+    )
+    recorded.add_argument(
+        "--judge-model",
+        metavar="M",
+        help="the model that judges with --compare judge (default: the worker's default)",
     )
 
 
@@ -127,13 +178,19 @@ def _now() -> str:
 async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
     """`agent eval`: run the suite, print the table, write results.json and the chart."""
     require("evals", "agent eval")
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1")
+    if args.from_runs is not None:
+        return await evaluate_runs(args, ctx)
+    if args.suite is None:
+        raise CliError("give a suite file (or the NAME of a saved one), or --from-runs")
     try:
-        suite = load_suite(args.suite)
+        suite = load_suite(existing_suite(args.suite))
         scenarios = suite.select(args.scenario, args.tag)
     except SuiteError as error:
         raise CliError(str(error)) from None
-    if args.concurrency < 1:
-        raise CliError("--concurrency must be at least 1")
+    if scenarios and all(s.recorded is not None for s in scenarios):
+        return await compare_suite(args, ctx, suite, scenarios, source=args.suite)
     if args.repeat is not None and args.repeat < 1:
         raise CliError("--repeat must be at least 1")
     models: list[str | None] = list(args.model or suite.models) or [None]
@@ -145,6 +202,10 @@ async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
         raise CliError(f"--out: cannot create {out}: {error.strerror or error}") from None
     agents = await ctx.agents()
     jobs = plan_jobs(suite, scenarios, models, eval_id, args.repeat)
+    if args.system_prompt:
+        jobs = [
+            replace(j, payload={**j.payload, "system_prompt": args.system_prompt}) for j in jobs
+        ]
     task_queue = ctx.target.task_queue
     names = ", ".join(m or "worker default" for m in models)
     intro = (

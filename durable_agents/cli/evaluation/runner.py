@@ -32,7 +32,14 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
-from durable_agents.cli.evaluation.scoring import Failures, RunRecord, check, cost_of
+from durable_agents.cli.evaluation.scoring import (
+    Failures,
+    RunRecord,
+    check,
+    cost_of,
+    new_tool_calls,
+)
+from durable_agents.cli.evaluation.sessions import run_session_job
 from durable_agents.cli.evaluation.suite import (
     ApprovePerson,
     RejectPerson,
@@ -255,6 +262,7 @@ def _from_result(result: AgentResult, suite: Suite) -> dict[str, Any]:
         "turns": result.iterations
         + sum(o.model_calls for o in (result.plan.outcomes if result.plan else [])),
         "tools": [step.tool for step in result.steps],
+        "new_calls": new_tool_calls(result.steps),
         "usage": result.usage,
         "cost_usd": cost,
         "tool_errors": sum(step.status == "error" for step in result.steps),
@@ -313,6 +321,10 @@ async def run_job(
         "repeat": job.repeat,
         "workflow_id": job.workflow_id,
     }
+    if job.scenario.session is not None:
+        return await run_session_job(
+            agents, job, suite=suite, task_queue=task_queue, base=base, poll_seconds=poll_seconds
+        )
     try:
         run = await agents.start_input(
             job.payload,

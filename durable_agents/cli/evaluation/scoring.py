@@ -23,8 +23,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from durable_agents.cli.evaluation.suite import Ending, Expectations
-from durable_agents.contracts.agent_result import ModelCall, StopReason
+from durable_agents.contracts.agent_result import ModelCall, StopReason, ToolStep
 from durable_agents.contracts.budgets import ModelPrice
+from durable_agents.contracts.tool_fixtures import NEW_TOOL_CALL
 from durable_agents.contracts.usage import TokenUsage
 
 
@@ -50,6 +51,21 @@ class Failures(BaseModel):
         return any(counts) or self.activity_retries > 0
 
 
+class NewToolCall(BaseModel):
+    """A call a rerun of a recorded run made that the recording has no output for (answered
+    with a `new tool call` error observation, not run)."""
+
+    tool: str
+    args: dict[str, Any] | None
+
+
+def new_tool_calls(steps: Sequence[ToolStep]) -> list[NewToolCall]:
+    """The calls of `steps` that a run replaying recorded outputs did not run (none when the run
+    replayed nothing: the observation is the fixture host's alone)."""
+    marker = f"Error: {NEW_TOOL_CALL}: "
+    return [NewToolCall(tool=s.tool, args=s.args) for s in steps if marker in s.observation]
+
+
 class RunRecord(BaseModel):
     """One run of one scenario with one model, as read back from Temporal, and its verdict."""
 
@@ -64,11 +80,15 @@ class RunRecord(BaseModel):
     failure: str | None = Field(default=None, description="Why a run failed (type: message).")
     stop_reason: StopReason | None = None
     answer: str | None = None
+    answers: list[str] = Field(default=[], description="A session's answers, turn by turn.")
     output: Any = None
     answered_by: str | None = Field(default=None, description="The model that answered.")
     steps: int = 0
     turns: int = 0
     tools: list[str] = Field(default=[], description="Tools called, in order.")
+    new_calls: list[NewToolCall] = Field(
+        default=[], description="Calls no recorded output answered (a run replaying one)."
+    )
     usage: TokenUsage = TokenUsage()
     cost_usd: float | None = None
     latency_seconds: float | None = None

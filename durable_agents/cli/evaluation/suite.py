@@ -34,11 +34,19 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agent_result import StopReason
 from durable_agents.contracts.budgets import ModelPrice
+from durable_agents.contracts.usage import TokenUsage
 
 Ending = Literal["completed", "failed", "cancelled", "terminated", "timed_out"]
 """How a run ended: completed (it has a result, whatever its stop reason) or not."""
@@ -155,6 +163,25 @@ class Expectations(_Strict):
         return "output" in self.model_fields_set
 
 
+class RecordedBaseline(_Strict):
+    """What the recorded run a scenario was rebuilt from did (`agent eval --from-runs`): the
+    baseline its reruns are compared with, answer by answer."""
+
+    workflow_id: str
+    run_id: str | None = None
+    answers: list[str] = Field(min_length=1, description="The answer of each turn, in order.")
+    stop_reason: StopReason | None = None
+    model: str | None = Field(
+        default=None, description="The model the run asked for (None: the worker's default)."
+    )
+    answered_by: str | None = Field(default=None, description="The model that answered.")
+    steps: int = 0
+    turns: int = Field(default=0, description="Model calls.")
+    tools: list[str] = Field(default=[], description="Tools called, in order.")
+    usage: TokenUsage = TokenUsage()
+    cost_usd: float | None = None
+
+
 class Scenario(_Strict):
     """One case: a prompt and run input, what is expected, and who answers the run."""
 
@@ -167,6 +194,15 @@ class Scenario(_Strict):
     people: list[Person] = []
     repeat: int | None = Field(default=None, ge=1, le=1000)
     timeout_seconds: float | None = Field(default=None, gt=0)
+    session: dict[str, Any] | None = Field(
+        default=None,
+        description="Run the case as a session (SessionInput fields but `agent`, which is the "
+        "run input): the prompt is its first message, `turns` the next ones.",
+    )
+    turns: list[str] = Field(default=[], description="A session's later messages, in order.")
+    recorded: RecordedBaseline | None = Field(
+        default=None, description="The recorded run the case was rebuilt from."
+    )
 
     @field_validator("input")
     @classmethod
@@ -183,6 +219,12 @@ class Scenario(_Strict):
         if sum(isinstance(p, CancelPerson) for p in value) > 1:
             raise ValueError("at most one cancel")
         return value
+
+    @model_validator(mode="after")
+    def _turns_in_a_session(self) -> Scenario:
+        if self.turns and self.session is None:
+            raise ValueError("turns are a session's messages: give session ({} for defaults)")
+        return self
 
     @property
     def cancel(self) -> CancelPerson | None:
