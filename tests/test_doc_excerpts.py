@@ -126,6 +126,31 @@ def test_every_figures_table_matches_its_recorded_run() -> None:
         assert "Measured by `" in text and " UTC" in text, name
 
 
+FIGURES_IN_THE_SITE = {
+    "session-history": "docs/how-to/sessions.md",
+    "bench-fleet": "docs/fleet.md",
+    "bench-issue-38": "docs/fleet.md",
+    "bench-large-document": "docs/fleet.md",
+}
+"""Figures the site's pages quoted by hand from old runs (issue 34), now rendered there from the
+recorded runs like BENCHMARKS.md's tables (and compared exactly by the test above)."""
+
+
+def test_the_pages_figures_are_rendered_from_recorded_runs() -> None:
+    where: dict[str, set[str]] = {}
+    for b in all_blocks():
+        if b.table:
+            where.setdefault(b.name, set()).add(str(b.path.relative_to(doc_excerpts.ROOT)))
+    for name, page in FIGURES_IN_THE_SITE.items():
+        assert page in where.get(name, set()), f"{name} is not rendered in {page}"
+    sessions = (doc_excerpts.ROOT / "docs/how-to/sessions.md").read_text()
+    fleet = (doc_excerpts.ROOT / "docs/fleet.md").read_text()
+    for typed in ("about 2.9 times", "added 43 times"):  # the hand-typed figures they replace
+        assert typed not in sessions
+    for typed in ("| 3 workers | 0 of 450 (0%) | 4 030 (1.00x) |", "0.17 s and leaves 8.1 KiB"):
+        assert typed not in fleet
+
+
 def test_every_recorded_run_says_how_it_ran() -> None:
     recorded = sorted(benchmarks.MEASURED.glob("*.json"))
     assert recorded

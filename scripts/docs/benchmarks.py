@@ -181,6 +181,38 @@ def bench_targets() -> str:
     )
 
 
+@table("session-history")
+def session_history() -> str:
+    """Target 3's rows (a 100-turn session's history per turn, ours against the naive loop),
+    for the sessions how-to."""
+    from bench.report import session_rows
+    from bench.report import table as targets_table
+
+    run = load("bench-quick")
+    result = run.result["3_session_history.json"]
+    return f"{targets_table(session_rows(result))}\n\n" + (
+        f"{provenance(run)} Each turn adds {result['ours']['new_text_chars']:,} characters of "
+        "new text: a message, a tool output and an answer (`bench/session_history.py`)."
+    )
+
+
+@table("bench-large-document")
+def bench_large_document() -> str:
+    """Target 10's rows (a 5 MB document with and without a payload store), for the fleet page."""
+    from bench.large_document import rows as document_rows
+    from bench.report import table as targets_table
+
+    run = load("bench-quick")
+    result = run.result["10_large_document.json"]
+    runs = len(result["read_file"]["runs"])
+    return (
+        f'{targets_table(document_rows(result))}\n\n{provenance(run)} "ours" is a run with a '
+        f'payload store, "naive" the same without one; medians of {runs} runs each; the store '
+        f"held {result['stored_files']} files, "
+        f"{result['stored_bytes'] / 1e6:.1f} MB, for the runs with a store."
+    )
+
+
 @table("bench-code-mode")
 def bench_code_mode() -> str:
     """Target 7's three strategies for a task of 10 tool calls (`bench.code_mode`)."""
