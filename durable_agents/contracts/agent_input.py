@@ -41,6 +41,7 @@ from durable_agents.contracts.tool_fixtures import MAX_TOOL_FIXTURES, ToolFixtur
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
 ContextTransfer = Literal["delta", "full"]
+ModelCallKind = Literal["activity", "local"]
 StructuredOutput = Literal["tool", "native"]
 UnknownTools = Literal["answer_with_text", "observe"]
 
@@ -93,6 +94,15 @@ class AgentSettings(BaseModel):
     )
     model_max_attempts: int = Field(
         default=5, ge=1, le=50, description="Attempts per model call before the run fails."
+    )
+    model_call: ModelCallKind = Field(
+        default="activity",
+        exclude_if=lambda kind: kind == "activity",
+        description="activity: each model call is an activity (heartbeats carrying the live "
+        "text, its own row in the Web UI, a timeout and retries the server tracks); local: a "
+        "local activity in the worker running the run, which saves the server round trips of "
+        "a call but does not stream its text and holds the run's workflow task while it runs "
+        "(docs/how-to/real-models.md#model-calls-as-local-activities).",
     )
     approval_timeout_seconds: float | None = Field(
         default=None,

@@ -28,7 +28,7 @@ from temporalio.exceptions import (
     TimeoutType,
     is_cancelled_exception,
 )
-from temporalio.workflow import ActivityCancellationType, ActivityConfig
+from temporalio.workflow import ActivityCancellationType, ActivityConfig, LocalActivityConfig
 
 with workflow.unsafe.imports_passed_through():
     from durable_agents.contracts.agent_input import AgentInput
@@ -67,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.output import OutputSpec, response_format
     from durable_agents.loop.progress import ModelAnswer
     from durable_agents.loop.summaries import model_call_summary
+    from durable_agents.workflows.callees.local_tool import local_failure
     from durable_agents.workflows.run_events import RunEvents
     from durable_agents.workflows.run_log import RunLog, ms_since
 
@@ -74,6 +75,10 @@ MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 AFFINITY_FALLBACK = timedelta(seconds=5)
 """How long a model call waits on the worker-specific queue of the worker that holds its
 conversation before it goes to the shared queue instead (that worker is gone or stuck)."""
+LOCAL_RETRY_THRESHOLD = timedelta(seconds=1)
+"""A local model call (`model_call: local`) waits for its next attempt in the worker when the
+backoff is at most this (the policy's first, 1 s); a longer one is a durable timer, during which
+the run takes signals, updates, queries and a cancel as it does between calls."""
 Purpose = Literal["turn", "final_answer", "summary"]
 
 
@@ -91,6 +96,22 @@ def model_activity_config(params: AgentInput) -> ActivityConfig:
             non_retryable_error_types=[MODEL_REQUEST_REJECTED],
         ),
         cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    )
+
+
+def local_model_config(params: AgentInput) -> LocalActivityConfig:
+    """Options of every model call of a run with `model_call: local`, a local activity in the
+    worker running the run: the attempt timeout, retry policy and cancellation of the activity
+    (`model_activity_config`), no heartbeat (the server does not know a local activity: a dead
+    worker shows when the run's workflow task times out), backoffs over `LOCAL_RETRY_THRESHOLD`
+    as durable timers. No schedule-to-close, as for the activity: `model_max_attempts` bounds
+    the call, and a total would cut short the wait a provider asks for (`Retry-After`)."""
+    config = model_activity_config(params)
+    return LocalActivityConfig(
+        start_to_close_timeout=config["start_to_close_timeout"],
+        retry_policy=config["retry_policy"],
+        local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+        cancellation_type=config["cancellation_type"],
     )
 
 
@@ -152,6 +173,8 @@ class ModelGateway:
         self._run_events = events
         """Where the gateway announces each call (`model_call_started`); None: nowhere."""
         self._config = model_activity_config(params)
+        self._local = local_model_config(params) if params.model_call == "local" else None
+        """The local activity's options with `model_call: local` (None: each call an activity)."""
         self._models: list[str | None] = [params.model, *params.fallback_models]
         """In the order they are tried; None is the worker's default model."""
         self._response_format = (
@@ -316,13 +339,14 @@ class ModelGateway:
 
     def _affinity(self, request: ModelRequest) -> str | None:
         """The worker-specific task queue to send `request` to: the one whose worker holds the
-        conversation, for a call with a context delta (None: the run's own queue).
+        conversation, for a call with a context delta (None: the run's own queue; always for a
+        local call, which runs in the worker running the run).
 
         No patch: the queue comes from a recorded reply (`ModelReply.worker_queue`), so a run
         recorded before affinity existed has none and replays scheduling as it did, and replay
         compares an activity's type and id, not its task queue."""
         queue = self._conversation.worker_queue
-        return queue if request.context is not None else None
+        return queue if request.context is not None and self._local is None else None
 
     def _note_worker(self, delta: ContextDelta, reply: ModelReply) -> None:
         """What a reply to a delta says about where the conversation is (`loop.cache_affinity`):
@@ -406,16 +430,37 @@ class ModelGateway:
         """One `call_model` activity: `request` to `model`, on the worker-specific `queue` that
         holds the conversation (None: the run's own)."""
         asked = request.model_copy(update={"model": model, "events": events})
-        config: ActivityConfig = {
-            **self._config,
-            "summary": model_call_summary(model, request.turn, request.purpose),
-        }
+        summary = model_call_summary(model, request.turn, request.purpose)
+        if self._local is not None:
+            return await self._execute_locally(asked, summary, self._local)
+        config: ActivityConfig = {**self._config, "summary": summary}
         if queue is not None:
             config["task_queue"] = queue
             config["schedule_to_start_timeout"] = AFFINITY_FALLBACK
         return await workflow.execute_activity(
             CALL_MODEL_ACTIVITY, asked, result_type=ModelReply, **config
         )
+
+    async def _execute_locally(
+        self, asked: ModelRequest, summary: str, config: LocalActivityConfig
+    ) -> ModelReply:
+        """One `call_model` local activity (`model_call: local`), in this worker. It publishes
+        nothing while it runs (its events would reach the run only with the workflow task's next
+        heartbeat): the reply's whole text goes with the workflow's `model_call_finished`. A
+        failure reads as the activity's would (`local_failure`); a cancel passes through."""
+        options: LocalActivityConfig = {**config, "summary": summary}
+        try:
+            reply: ModelReply = await workflow.execute_local_activity(
+                CALL_MODEL_ACTIVITY,
+                asked.model_copy(update={"events": None}),
+                result_type=ModelReply,
+                **options,
+            )
+        except (ApplicationError, TimeoutError) as failure:
+            policy = config.get("retry_policy") or RetryPolicy()
+            raise local_failure(CALL_MODEL_ACTIVITY, failure, policy) from failure
+        streamed = asked.events is not None
+        return reply.model_copy(update={"deltas_sent": False}) if streamed else reply
 
     def _holder_gone(self, request: ModelRequest, queue: str) -> bool:
         """No worker took the call on `queue` in time: the conversation has no holder now.

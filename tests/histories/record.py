@@ -114,6 +114,30 @@ async def local_tools(client: Client, queue: str, model: fake.FakeOpenAIServer) 
     return handle
 
 
+async def local_model(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """Model calls as local activities (`model_call: local`), followed live: a tool round, a
+    call retried twice (the first wait, 1 s, in the worker; the second, 2 s, a durable timer),
+    a streamed reply whose text the workflow's `model_call_finished` carries whole."""
+    model.enqueue(
+        fake.tool_calls(
+            fake.call("calculator", {"expression": "6 * 7"}),
+            fake.call("echo", {"text": "hi"}),
+        ),
+        fake.error(503),
+        fake.error(503),
+        fake.streamed("42, and hi.", piece_seconds=0.05, piece_chars=4),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "6*7, say hi", "tools": ["calculator", "echo"], "model_call": "local"},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await collect_events(client, WORKFLOW_ID)
+    await handle.result()
+    return handle
+
+
 async def streamed(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
     """A run followed live on its event stream: the model's deltas (the stream's publish
     signals), a follower's polls (updates), an approval, each model call announced by the
@@ -388,6 +412,7 @@ SCENARIOS: dict[str, Scenario] = {
     "mcp_tool": mcp_tool,
     "streamed": streamed,
     "search_attributes": search_attributes,
+    "local_model": local_model,
 }
 
 

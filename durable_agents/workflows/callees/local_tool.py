@@ -4,6 +4,7 @@ activity named after it, or as a local activity for a tool that opts in (`ToolOp
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
@@ -24,6 +25,13 @@ with workflow.unsafe.imports_passed_through():
 def local_activity_error(
     activity_type: str, failure: ApplicationError | TimeoutError, options: ToolOptions
 ) -> ActivityError:
+    """A failed local tool's error, wrapped as a regular activity's would be (`local_failure`)."""
+    return local_failure(activity_type, failure, options.effective_retry_policy)
+
+
+def local_failure(
+    activity_type: str, failure: ApplicationError | TimeoutError, policy: RetryPolicy
+) -> ActivityError:
     """A failed local activity's error, wrapped as a regular activity's would be.
 
     The SDK raises a local activity's failure bare (an `ApplicationError`, not an
@@ -32,9 +40,7 @@ def local_activity_error(
     the call once its attempts were used up; any other failure ended it at once."""
     if isinstance(failure, TimeoutError):
         retry_state = RetryState.TIMEOUT
-    elif failure.non_retryable or failure.type in (
-        options.effective_retry_policy.non_retryable_error_types or []
-    ):
+    elif failure.non_retryable or failure.type in (policy.non_retryable_error_types or []):
         retry_state = RetryState.NON_RETRYABLE_FAILURE
     else:
         retry_state = RetryState.MAXIMUM_ATTEMPTS_REACHED
