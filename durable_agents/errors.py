@@ -14,6 +14,7 @@ exit codes, HTTP statuses with JSON, MCP tool errors, A2A task states.
     │   └── DigestMismatch   the call's arguments are not the ones the digest names
     ├── MessageRefused       a session refused a message, or a run a steering message
     ├── NoWorker             no worker answered in time (is one polling the task queue?)
+    ├── LimitExceeded        a start past one of the principal's limits (nothing started)
     ├── TemporalError        the server cannot be reached, or refused the request
     └── RunFailedError       `RunHandle.result()` of a run that did not complete
 
@@ -22,6 +23,7 @@ No error here means anything was recorded: a refused answer leaves the run's his
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -131,6 +133,21 @@ class NoWorker(AgentError):
         self.update = update
         """True: an answer (an update) was not taken in time and may still apply; False: a
         query went unanswered."""
+
+
+class LimitExceeded(AgentError):
+    """A start (of a run, a session, or a session's turn) refused by one of the starting
+    principal's limits (`PrincipalLimits`: `runs_per_minute`, `concurrent_runs`,
+    `tokens_per_day`) before any workflow started or any message was sent. `limit` names it;
+    `retry_after` is when to try again, in whole seconds (at least 1): HTTP answers it as 429
+    with `Retry-After`, MCP as a tool error, A2A as a `rejected` task."""
+
+    def __init__(self, limit: str, reason: str, retry_after: float) -> None:
+        self.limit = limit
+        self.reason = reason
+        """Why, without the retry hint (the principal, the count and its limit)."""
+        self.retry_after = max(1, math.ceil(retry_after))
+        super().__init__(f"{reason}; try again in {self.retry_after} s")
 
 
 class TemporalError(AgentError):

@@ -12,31 +12,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from temporalio.client import (
-    Client,
-)
-
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK
 from durable_agents.cli.lines import LineReader
 from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher
+from durable_agents.client import SessionHandle
 from durable_agents.client.connection import WorkflowRun
 from durable_agents.client.outcome import RunOutcome
-from durable_agents.contracts.agent_result import AgentResult
-from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
+from durable_agents.contracts.session import RunningTurn, TurnResult
 
 END_COMMANDS = ("/end",)
 QUIT_COMMANDS = ("/quit", "/exit")
 
 
 async def running_turn(
-    client: Client, session_id: str, answered: asyncio.Future[TurnResult]
+    session: SessionHandle, answered: asyncio.Future[TurnResult]
 ) -> RunningTurn | None:
     """The turn that answers our message once it runs (None if the answer came first)."""
-    session = client.get_workflow_handle(session_id)
     while not answered.done():
-        status = await session.query("status", result_type=SessionStatus)
-        if status.running is not None and status.queued == 0:
+        status = await session.query_status()
+        if status is not None and status.running is not None and status.queued == 0:
             return status.running
         await asyncio.wait({answered}, timeout=0.2)
     return None
@@ -66,7 +61,6 @@ def turn_watcher(
 async def chat(args: argparse.Namespace, ctx: Context) -> int:
     """The conversation loop (see the module docstring)."""
     agents = await ctx.agents()
-    client = agents.client
     session = agents.session(args.session_id)
     console: Console = ctx.console()
     reader = LineReader()
@@ -89,12 +83,10 @@ async def chat(args: argparse.Namespace, ctx: Context) -> int:
             return OK
         update = await session.send_nowait(text, by=args.by)
         answered = asyncio.ensure_future(update.result())
-        turn = await running_turn(client, session_id, answered)
+        turn = await running_turn(session, answered)
         view = None
         if turn is not None:
-            handle: WorkflowRun = client.get_workflow_handle(
-                turn.workflow_id, result_type=AgentResult
-            )
+            handle = session.turn_run(turn).workflow  # the session, or the turn's child run
             view = ProgressView(console, turn.workflow_id, ctx.prefix, session_turn=turn.turn)
             answerer = (
                 None

@@ -16,29 +16,42 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from temporalio.client import Client, WorkflowExecution, WorkflowHistory
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import STARTER_MEMO, TENANT_MEMO, explain_rpc, run_tenant
+from durable_agents.client.connection import (
+    QUERY_TIMEOUT,
+    STARTER_MEMO,
+    TENANT_MEMO,
+    explain_rpc,
+    run_tenant,
+)
+from durable_agents.client.limits import Started, StartLimits
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, started_by
 from durable_agents.client.run_input import run_input
 from durable_agents.client.session_handle import SessionHandle
 from durable_agents.client.workflow_calls import (
     SESSION_TYPE,
     WORKFLOW_TYPE,
+    answered_query,
     run_details,
     run_summary,
 )
+from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.principals import DecisionMaker, Principal
+from durable_agents.contracts.session import SessionResult, SessionStatus
 from durable_agents.errors import InvalidInput, RunAlreadyStarted
 from durable_agents.runtime.temporal_client import engine_client
 from durable_agents.tools.agents import AgentProfiles
-from durable_agents.workflows.search_attributes import AGENT_TENANT
+from durable_agents.workflows.search_attributes import AGENT_TENANT, AGENT_TOKENS
 
 if TYPE_CHECKING:
     from durable_agents.agent import Agent
@@ -46,18 +59,57 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ListedRun:
-    """A run or a session as a list shows it."""
+    """A run or a session as a list shows it (`AgentClient.list_runs`, `AgentClient.listed`):
+    what visibility knows of it, without asking its workflow anything."""
 
     workflow_id: str
     workflow_type: str
+    """`AgentWorkflow` (a run) or `SessionWorkflow` (a session)."""
     status: str
+    """The execution status: `RUNNING`, `COMPLETED`, `FAILED`, `CANCELED`, ..."""
     start_time: str
+    """ISO 8601."""
     close_time: str | None
     tenant: str
+    run_id: str = ""
+    """This execution's run id (a run continued as new is listed once per execution)."""
+    starter: str | None = None
+    """The principal that started it (its memo's `starter`; None: started without one)."""
+    started_via: str | None = None
+    """The kind of server that started it (its memo's `started_via`: `serve`, `mcp`, ...)."""
+    tokens: int | None = None
+    """Its `AgentTokens` search attribute, where the namespace keeps it (`tokens_used`
+    reads the tokens of one that does not)."""
+
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "workflow_id",
+        "workflow_type",
+        "status",
+        "start_time",
+        "close_time",
+        "tenant",
+    )
+    """The fields `GET /v1/runs` shows of each."""
+
+    @property
+    def started_at(self) -> float:
+        """When it started, in epoch seconds."""
+        return datetime.fromisoformat(self.start_time).timestamp()
+
+    def shown(self) -> dict[str, Any]:
+        """The `SHOWN` fields, as JSON (a row of `GET /v1/runs`)."""
+        return {name: getattr(self, name) for name in self.SHOWN}
 
     @classmethod
     async def of(cls, execution: WorkflowExecution) -> ListedRun:
+        """The listed (or described) `execution` (its memo read with this client's data
+        converter: one it cannot decode names no starter)."""
         status = execution.status.name if execution.status is not None else "UNKNOWN"
+        try:
+            memo = await execution.memo()
+        except Exception:  # a memo this client cannot decode (encrypted with a key it lacks)
+            memo = {}
+        starter, via = memo.get(STARTER_MEMO), memo.get(STARTED_VIA)
         return cls(
             workflow_id=execution.id,
             workflow_type=execution.workflow_type,
@@ -65,7 +117,16 @@ class ListedRun:
             start_time=execution.start_time.isoformat(),
             close_time=execution.close_time.isoformat() if execution.close_time else None,
             tenant=await run_tenant(execution),
+            run_id=execution.run_id,
+            starter=starter if isinstance(starter, str) else None,
+            started_via=via if isinstance(via, str) else None,
+            tokens=execution.typed_search_attributes.get(AGENT_TOKENS),
         )
+
+
+def _of_types(types: Collection[str]) -> str:
+    """The visibility filter on the workflow types (`AgentWorkflow`, `SessionWorkflow`)."""
+    return "(" + " OR ".join(f'WorkflowType="{name}"' for name in types) + ")"
 
 
 class AgentClient:
@@ -81,7 +142,10 @@ class AgentClient:
     - `principal`: who asks (a server's authenticated caller, `as_principal`): runs and
       sessions start in its tenant, started by it (`AgentSettings.tenant`, `starter`); only
       its tenant's are reached (another tenant's is `RunNotFound`, as a missing one; an admin
-      reaches every tenant's); its decisions are signed by it (`HumanDecision.maker`)."""
+      reaches every tenant's); its decisions are signed by it (`HumanDecision.maker`); its
+      `PrincipalLimits` are checked at every start: of a run, of a session, of a session's
+      turn (`LimitExceeded`, before anything starts; `client.limits`);
+    - `limits`: the `StartLimits` that count the principals' starts (default: a new one)."""
 
     def __init__(
         self,
@@ -93,6 +157,7 @@ class AgentClient:
         payload_store: bool = False,
         only_own: bool = True,
         principal: Principal | None = None,
+        limits: StartLimits | None = None,
     ) -> None:
         self.client = engine_client(client)
         self.task_queue = task_queue
@@ -111,6 +176,9 @@ class AgentClient:
             if principal is not None
             else None
         )
+        self.limits = limits if limits is not None else StartLimits()
+        """The principal's limits, checked at every start (`client.limits`); shared with every
+        copy `as_principal` makes, so the process's recent starts are counted once."""
 
     def as_principal(self, principal: Principal | None, *, signs: bool = True) -> AgentClient:
         """This client as `principal` sees it (None: as it is); cheap, for one request.
@@ -128,6 +196,7 @@ class AgentClient:
             payload_store=self.payload_store,
             only_own=self.owner is not None,
             principal=principal,
+            limits=self.limits,
         )
         if not signs:
             agents.maker = None
@@ -259,6 +328,7 @@ class AgentClient:
             maker=self.maker,
             roles=self.roles,
             start_input=self.stamped({}),
+            admitted=self.admitted,
         )
 
     async def start_session(
@@ -283,7 +353,7 @@ class AgentClient:
         """The newest runs and sessions this client reaches (its principal's tenant, by the
         `AgentTenant` search attribute), at most `limit`. `TemporalError` when the namespace
         cannot filter by it (not registered: a worker registers it at start)."""
-        query = f'(WorkflowType="{WORKFLOW_TYPE}" OR WorkflowType="{SESSION_TYPE}")'
+        query = _of_types((WORKFLOW_TYPE, SESSION_TYPE))
         if self.tenant is not None:
             query += f' AND {AGENT_TENANT.name}="{self.tenant}"'
         listed: list[ListedRun] = []
@@ -293,6 +363,67 @@ class AgentClient:
         except RPCError as error:
             raise explain_rpc(error, None, "cannot list the runs") from None
         return listed
+
+    async def listed(
+        self,
+        query: str | None = None,
+        *,
+        types: Collection[str] = (WORKFLOW_TYPE, SESSION_TYPE),
+        limit: int | None = None,
+    ) -> AsyncIterator[ListedRun]:
+        """Each run and session of `types` that a visibility `query` lists
+        (`"WorkflowId STARTS_WITH 'a2a-'"`, `"ExecutionStatus = 'Running'"`; None: every
+        one), newest first, at most `limit`, within this client's tenant: checked run by run
+        (its `AgentTenant`, else its memo's tenant), so it works where the namespace has no
+        `AgentTenant` registered. A run continued as new is listed once per execution.
+        `TemporalError` when the server refuses the query."""
+        where = _of_types(types) + (f" AND ({query})" if query else "")
+        count = 0
+        try:
+            async for execution in self.client.list_workflows(where):
+                if limit is not None and count >= limit:
+                    return
+                run = await ListedRun.of(execution)
+                if self.tenant is not None and run.tenant != self.tenant:
+                    continue
+                count += 1
+                yield run
+        except RPCError as error:
+            raise explain_rpc(error, None, "cannot list the runs") from None
+
+    async def tokens_used(self, run: ListedRun, *, timeout: timedelta = QUERY_TIMEOUT) -> int:
+        """The model tokens a listed run or session has used: its `AgentTokens` where kept;
+        else a running one's `status` query usage (0 when no worker answers in `timeout`), a
+        completed one's result usage; 0 for anything else (failed, cancelled, ...)."""
+        if run.tokens is not None:
+            return run.tokens
+        session = run.workflow_type == SESSION_TYPE
+        workflow = self.client.get_workflow_handle(
+            run.workflow_id,
+            run_id=run.run_id or None,
+            result_type=SessionResult if session else AgentResult,
+        )
+        if run.status == "RUNNING":
+            seconds = timeout.total_seconds()
+            status: SessionStatus | AgentStatus | None = (
+                await answered_query(workflow, "status", SessionStatus, seconds)
+                if session
+                else await answered_query(workflow, "status", AgentStatus, seconds)
+            )
+            return status.usage.total_tokens if status is not None else 0
+        if run.status != "COMPLETED":
+            return 0
+        try:
+            result: SessionResult | AgentResult = await workflow.result(follow_runs=False)
+        except Exception:  # continued as new, or not a result of ours: nothing to count
+            return 0
+        return result.usage.total_tokens
+
+    def admitted(self) -> AbstractAsyncContextManager[Started]:
+        """The principal's turn to start one run, session or turn: `LimitExceeded` when its
+        limits allow none now (`client.limits`), else held until the start is made (call the
+        function it gives with the workflow id started)."""
+        return self.limits.admitted(self)
 
     async def histories(
         self, query: str, *, limit: int | None = None
@@ -311,7 +442,7 @@ class AgentClient:
     def memo(self, tenant: str | None) -> dict[str, str]:
         """What a run or a session this client starts records in its memo: the server that
         started it (`started_via`), its tenant (`stamped`) and the principal that started it
-        (`starter`: what `servers.limits` counts a principal's runs by)."""
+        (`starter`: what `client.limits` counts a principal's runs by)."""
         memo = {STARTED_VIA: self.via} if self.via else {}
         if tenant is not None:
             memo[TENANT_MEMO] = tenant
@@ -330,18 +461,22 @@ class AgentClient:
         static_details: str | None = None,
         memo: Mapping[str, str] | None = None,
     ) -> str | None:
-        """Start `workflow_type` marked as `via`'s: its first run id, or the typed error
-        (`what`: `run` or `session`, as the messages name it)."""
+        """Start `workflow_type` marked as `via`'s, within the principal's limits
+        (`admitted`): its first run id, or the typed error (`what`: `run` or `session`, as the
+        messages name it)."""
+        queue = self._queue(task_queue)
         try:
-            handle = await self.client.start_workflow(
-                workflow_type,
-                workflow_input,
-                id=workflow_id,
-                task_queue=self._queue(task_queue),
-                memo={**(memo or {}), **self.memo(workflow_input.get("tenant"))} or None,
-                static_summary=static_summary,
-                static_details=static_details,
-            )
+            async with self.admitted() as started:
+                handle = await self.client.start_workflow(
+                    workflow_type,
+                    workflow_input,
+                    id=workflow_id,
+                    task_queue=queue,
+                    memo={**(memo or {}), **self.memo(workflow_input.get("tenant"))} or None,
+                    static_summary=static_summary,
+                    static_details=static_details,
+                )
+                started(workflow_id, workflow_type == WORKFLOW_TYPE)
         except WorkflowAlreadyStartedError:
             noun = "a run with workflow id" if what == "run" else "a session with id"
             raise RunAlreadyStarted(

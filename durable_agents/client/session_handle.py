@@ -12,26 +12,36 @@ What waits for a person in the running turn is answered through the session as t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from temporalio.client import Client, WorkflowUpdateHandle
 from temporalio.service import RPCError
 
-from durable_agents.client.connection import QUERY_TIMEOUT, TENANT_MEMO, explain_rpc
+from durable_agents.client.connection import (
+    QUERY_TIMEOUT,
+    STARTER_MEMO,
+    TENANT_MEMO,
+    WorkflowRun,
+    explain_rpc,
+)
+from durable_agents.client.limits import Started
 from durable_agents.client.run_handle import STARTED_VIA, RunHandle, Steered
-from durable_agents.client.workflow_calls import send_message, signal
+from durable_agents.client.workflow_calls import answered_query, send_message, signal
+from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import SESSION_TERMINAL_EVENT_TYPES, AgentEvent
 from durable_agents.contracts.principals import DecisionMaker, Role
-from durable_agents.contracts.session import SessionStatus, TurnResult
+from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
 from durable_agents.errors import InvalidInput
 
 
 class SessionHandle:
     """A session by id, on `task_queue` when a message starts it, marked as started `via` a
     kind of server; with `owner`, only a session that kind of server started can be used
-    (`NotStartedHere`)."""
+    (`NotStartedHere`). `admitted`: the principal's turn to start something
+    (`AgentClient.admitted`): each message is checked against its limits."""
 
     def __init__(
         self,
@@ -45,6 +55,7 @@ class SessionHandle:
         maker: DecisionMaker | None = None,
         roles: frozenset[Role] | None = None,
         start_input: Mapping[str, Any] | None = None,
+        admitted: Callable[[], AbstractAsyncContextManager[Started]] | None = None,
     ) -> None:
         self.client = client
         self.id = session_id
@@ -58,6 +69,7 @@ class SessionHandle:
         """The session's own workflow, for what waits in its running turn."""
         self.start_input = dict(start_input or {})
         """The `SessionInput` its first message starts it with (its tenant and starter)."""
+        self._admitted = admitted
 
     def __repr__(self) -> str:
         return f"SessionHandle({self.id!r})"
@@ -67,7 +79,8 @@ class SessionHandle:
     ) -> WorkflowUpdateHandle[TurnResult]:
         """Queue a message (the session starts, marked as `via`'s, if it does not exist yet);
         returns once the session took it: `await handle.result()` is the turn's answer.
-        `MessageRefused` when the session refuses it (it ended, too many wait)."""
+        `MessageRefused` when the session refuses it (it ended, too many wait);
+        `LimitExceeded` when the principal's limits allow no turn now (nothing is sent)."""
         if self.task_queue is None:
             raise InvalidInput(
                 "task_queue: name the task queue the session runs on", field="task_queue"
@@ -77,11 +90,20 @@ class SessionHandle:
         memo = {STARTED_VIA: self.via} if self.via is not None else {}
         if "tenant" in self.start_input:
             memo[TENANT_MEMO] = self.start_input["tenant"]
+        if "starter" in self.start_input:  # whose limits its turns count against
+            memo[STARTER_MEMO] = self.start_input["starter"]
         if self._calls.maker is not None:
             by = self._calls.maker.name
-        return await send_message(
-            self.client, self.id, self.task_queue, text, by, memo or None, self.start_input
-        )
+        if self._admitted is None:
+            return await send_message(
+                self.client, self.id, self.task_queue, text, by, memo or None, self.start_input
+            )
+        async with self._admitted() as started:  # a turn starts: within the limits
+            update = await send_message(
+                self.client, self.id, self.task_queue, text, by, memo or None, self.start_input
+            )
+            started(self.id, False)
+        return update
 
     async def _check_ours(self) -> None:
         """An existing session must be ours (this server's, this tenant's: `RunNotFound` as a
@@ -105,6 +127,43 @@ class SessionHandle:
         answer later."""
         return self.client.get_workflow_handle(self.id).get_update_handle(
             message_id, result_type=TurnResult
+        )
+
+    @property
+    def workflow(self) -> WorkflowRun:
+        """The session's temporalio handle (its stream, for `StreamWatch`)."""
+        return self._calls.workflow
+
+    async def query_status(
+        self, timeout: float = QUERY_TIMEOUT.total_seconds()
+    ) -> SessionStatus | None:
+        """Its `status` query's answer (`status` without describing it first, for a caller
+        that polls), or None when no worker answers within `timeout`."""
+        await self._calls._in_tenant()
+        return await answered_query(self.workflow, "status", SessionStatus, timeout)
+
+    async def turn_status(
+        self, timeout: float = QUERY_TIMEOUT.total_seconds()
+    ) -> AgentStatus | None:
+        """The status of its running inline turn (the `turn_status` query: phase, usage,
+        pending, steps, as a run's `status`), or None when no worker answers in `timeout`."""
+        await self._calls._in_tenant()
+        return await answered_query(self.workflow, "turn_status", AgentStatus, timeout)
+
+    def turn_run(self, running: RunningTurn) -> RunHandle:
+        """Where a running turn (`SessionStatus.running`) lives: the session itself for an
+        inline turn, its child run for a turn run as one (`turns: child`, or a turn that
+        outgrew the session); its calls wait and its events are there. A child run is reached
+        as the session is (its tenant, decisions signed alike), whatever server started it."""
+        if running.inline or running.workflow_id == self.id:
+            return self._calls
+        calls = self._calls
+        return RunHandle(
+            self.client,
+            running.workflow_id,
+            tenant=calls.tenant,
+            maker=calls.maker,
+            roles=calls.roles,
         )
 
     async def status(self) -> SessionStatus:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from temporalio.client import (
     Client,
@@ -50,6 +50,7 @@ from durable_agents.loop.approvals import TWO_PERSON_RULE
 from durable_agents.loop.summaries import first_line
 from durable_agents.runtime.event_stream import read_handle_events, read_range
 
+QueryT = TypeVar("QueryT")
 WORKFLOW_TYPE: Final = "AgentWorkflow"
 SESSION_TYPE: Final = "SessionWorkflow"
 CLOSED_QUERY_TIMEOUT_SECONDS: Final = 3.0
@@ -82,9 +83,17 @@ def user_reason(error: BaseException) -> str:
 
 async def query_status(handle: WorkflowHandle[Any, Any], timeout: float) -> AgentStatus | None:
     """The `status` query's answer, or None when no worker answers in time."""
+    return await answered_query(handle, "status", AgentStatus, timeout)
+
+
+async def answered_query(
+    handle: WorkflowHandle[Any, Any], query: str, result_type: type[QueryT], timeout: float
+) -> QueryT | None:
+    """The answer of `query` (decoded as `result_type`), or None when no worker answers in
+    `timeout` seconds (or the workflow cannot answer it now)."""
     try:
         return await asyncio.wait_for(
-            handle.query("status", result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT),
+            handle.query(query, result_type=result_type, rpc_timeout=QUERY_TIMEOUT),
             timeout=timeout,
         )
     except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError, TimeoutError):

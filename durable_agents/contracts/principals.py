@@ -23,7 +23,7 @@ DEFAULT_TENANT = "default"
 
 
 class PrincipalLimits(BaseModel):
-    """How much one principal may start (`servers.limits`); a limit left out is no limit.
+    """How much one principal may start (`client.limits`); a limit left out is no limit.
     Counted from Temporal (visibility and the runs' usage), so a server restart resets none."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

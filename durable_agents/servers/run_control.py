@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.client import Client, WorkflowUpdateHandle
 
 from durable_agents.client import AgentClient, RunHandle, RunOutcome
-from durable_agents.client.connection import QUERY_TIMEOUT, Target, connect
+from durable_agents.client.connection import Target, connect
 from durable_agents.client.run_handle import DIGEST_FIELD, STARTED_VIA
 from durable_agents.client.run_input import (
     DEFAULT_AGENT,
@@ -51,7 +51,7 @@ from durable_agents.contracts.agent_status import AgentStatus
 from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import AgentEvent
 from durable_agents.contracts.principals import Principal
-from durable_agents.contracts.session import RunningTurn, SessionStatus, TurnResult
+from durable_agents.contracts.session import RunningTurn, TurnResult
 from durable_agents.errors import InvalidInput
 from durable_agents.servers.auth.authenticator import API_TOKEN_PRINCIPAL, LOCAL_PRINCIPAL
 from durable_agents.servers.progress_notes import ProgressNotes
@@ -265,10 +265,9 @@ class RunControl:
         person (`Paused`), handing each line of progress to `on_note` on the way: an inline
         turn's from the session's stream and `turn_status`, a child turn's (`turns: child`, or
         a turn that outgrew the session) from the child run's stream and `status`."""
-        client = self.agents.client
-        session = client.get_workflow_handle(session_id)
+        session = self.agents.session(session_id)
         notes = ProgressNotes()
-        watches = {session_id: StreamWatch(session)}
+        watches = {session_id: StreamWatch(session.workflow)}
         due = StatusDue()
 
         async def news() -> list[AgentEvent] | None:
@@ -282,29 +281,18 @@ class RunControl:
 
         async def turn_status(running: RunningTurn) -> AgentStatus | None:
             if running.inline:
-                handle, query = session, "turn_status"
-            else:
-                handle = client.get_workflow_handle(running.workflow_id)
-                query = "status"
-                watches.setdefault(running.workflow_id, StreamWatch(handle, from_start=True))
-            try:
-                status: AgentStatus = await handle.query(
-                    query, result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT
-                )
-            except Exception:  # no worker answered this time, the child not started yet
-                return None
-            return status
+                return await session.turn_status()
+            child = session.turn_run(running)  # not started yet: no answer this time
+            watches.setdefault(running.workflow_id, StreamWatch(child.workflow, from_start=True))
+            return await child.query_status()
 
         async def look() -> list[PendingRequest] | None:
             events = await news()
             await _tell(on_note, notes.events(events or []))
             if not due.now(events):
                 return None
-            try:
-                status = await session.query(
-                    "status", result_type=SessionStatus, rpc_timeout=QUERY_TIMEOUT
-                )
-            except Exception:  # no worker answered this time: look again
+            status = await session.query_status()
+            if status is None:  # no worker answered this time: look again
                 return None
             if status.running is not None:
                 turn = await turn_status(status.running)

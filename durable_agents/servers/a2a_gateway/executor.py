@@ -3,10 +3,12 @@
 A new task starts the run and follows it, each tool call as it starts and reports progress,
 each new turn, tool step and wait as a `working` status update (what a streaming client
 sees); the answer becomes the task's `answer` artifact and the task completes (or fails,
-with the run's error). When the run waits for a person, the task goes to `input-required`
-with the first waiting request (text for people, a data part with the call for programs,
-and the call id and argument digest in the message metadata); the next message on the task
-answers it (`answers.read_answer`), and the task follows the run on.
+with the run's error). A new task past its principal's limits (`client.limits`) is
+`rejected` before any run starts, its message saying which limit and when to try again
+(`limit` and `retry_after` in its metadata). When the run waits for a person, the task goes
+to `input-required` with the first waiting request (text for people, a data part with the
+call for programs, and the call id and argument digest in the message metadata); the next
+message on the task answers it (`answers.read_answer`), and the task follows the run on.
 An answer that cannot apply leaves the task in `input-required`, saying why.
 
 Runs are followed through their event stream, read by query (nothing recorded in history),
@@ -36,7 +38,7 @@ from durable_agents.client.run_input import run_input
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.request_kind import RequestKind
-from durable_agents.errors import AgentError, InvalidInput
+from durable_agents.errors import AgentError, InvalidInput, LimitExceeded
 from durable_agents.servers.a2a_gateway.access import call_principal
 from durable_agents.servers.a2a_gateway.answers import Shown, read_answer, whole_numbers
 from durable_agents.servers.run_control import Paused, RunControl
@@ -160,6 +162,10 @@ class RunExecutor(AgentExecutor):
                 updater.new_agent_message([new_text_part(f"started run {handle.id}")])
             )
             await self._follow(updater, handle)
+        except LimitExceeded as error:  # refused before anything started: try again later
+            metadata = {"limit": error.limit, "retry_after": error.retry_after}
+            message = updater.new_agent_message([new_text_part(str(error))], metadata=metadata)
+            await updater.reject(message)
         except AgentError as error:  # the task fails, naming why (nothing runs on)
             await updater.failed(updater.new_agent_message([new_text_part(str(error))]))
 

@@ -45,6 +45,7 @@ from temporalio.client import WorkflowExecutionDescription
 from durable_agents.client import RunHandle
 from durable_agents.client.connection import is_running
 from durable_agents.client.outcome import RunOutcome
+from durable_agents.client.workflow_calls import WORKFLOW_TYPE
 from durable_agents.errors import AgentError, NotStartedHere, NoWorker, RunNotFound
 from durable_agents.servers.a2a_gateway.access import call_principal
 from durable_agents.servers.a2a_gateway.answers import Shown
@@ -186,19 +187,21 @@ class RunTaskStore(TaskStore):
             _set_status(task, TaskState.TASK_STATE_COMPLETED, message)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        """The newest `MAX_LISTED_RUNS` A2A runs as tasks, filtered, ordered and paged by the
-        SDK's own rules (`InMemoryTaskStore.list` over them)."""
+        """The newest `MAX_LISTED_RUNS` A2A runs of the caller's tenant as tasks
+        (`AgentClient.listed`), filtered, ordered and paged by the SDK's own rules
+        (`InMemoryTaskStore.list` over them)."""
         query = f"WorkflowId STARTS_WITH '{WORKFLOW_PREFIX}'"
+        agents = self.control.of(call_principal(context)).agents
         listed = InMemoryTaskStore()
         seen: set[str] = set()  # a run continued as new is listed once per execution
-        async for execution in self.control.agents.client.list_workflows(query):
+        async for run in agents.listed(query, types=(WORKFLOW_TYPE,)):
             if len(seen) >= MAX_LISTED_RUNS:
                 break
-            if execution.id in seen:
+            if run.workflow_id in seen:
                 continue
-            seen.add(execution.id)
+            seen.add(run.workflow_id)
             try:
-                task = await self.get(execution.id.removeprefix(WORKFLOW_PREFIX), context)
+                task = await self.get(run.workflow_id.removeprefix(WORKFLOW_PREFIX), context)
             except AgentError:  # a run that cannot be read now is left out of this page
                 continue
             if task is not None:

@@ -55,7 +55,7 @@ class PrincipalEntry(BaseModel):
     """After this instant the token is refused (401, saying it expired)."""
     limits: PrincipalLimits = PrincipalLimits()
     """`limits = { runs_per_minute = 10, concurrent_runs = 3, tokens_per_day = 200000 }`
-    (`servers.limits`; any of them, or none)."""
+    (`client.limits`; any of them, or none)."""
 
     def principal(self) -> Principal:
         return Principal(name=self.name, tenant=self.tenant, roles=self.roles, limits=self.limits)

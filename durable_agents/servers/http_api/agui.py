@@ -114,7 +114,7 @@ async def respond(request: Request, sessions: Sessions, runs: Runs, feeds: Feeds
         else:
             answered, locate = await _send_message(sessions, run_input, specs)
     except ApiError as error:
-        return JSONResponse({"error": error.message, **error.extra}, status_code=error.status)
+        return error.response()
     return StreamingResponse(
         _events(feeds, answered, locate, translator, encoder.encode),
         media_type=encoder.get_content_type(),

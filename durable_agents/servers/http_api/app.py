@@ -25,7 +25,6 @@ from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import SessionStatus
 from durable_agents.contracts.workflow_ids import SafeId
-from durable_agents.servers import limits
 from durable_agents.servers.auth.authenticator import Authenticator
 from durable_agents.servers.auth.middleware import Authentication, caller
 from durable_agents.servers.http_api import errors
@@ -42,6 +41,7 @@ from durable_agents.servers.http_api.bodies import (
 )
 from durable_agents.servers.http_api.config import ServeConfig
 from durable_agents.servers.http_api.feeds import Feeds
+from durable_agents.servers.http_api.me import router as me_routes
 from durable_agents.servers.http_api.runs import Runs
 from durable_agents.servers.http_api.sessions import Sessions
 from durable_agents.servers.http_api.sse import (
@@ -88,7 +88,6 @@ call the API."""
 def create_app(client: Client, config: ServeConfig) -> FastAPI:
     """The application for runs and sessions on `client`'s namespace (see the module doc)."""
     runs = Runs(client, config.task_queue)
-    start_limits = limits.StartLimits(client)
     feeds = Feeds(runs.agents, reading=config.stream_reading)
     sessions = Sessions(runs.agents)
 
@@ -106,7 +105,6 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
-    limits.install(app)
     app.state.feeds = feeds
     app.state.runs = runs
     app.state.sessions = sessions
@@ -169,15 +167,15 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
             "web_ui_url": config.web_ui_url,
         }
 
+    app.include_router(me_routes)  # GET /v1/me: who the caller is signed in as
+
     # -- runs --------------------------------------------------------------------------------
 
     @app.post("/v1/runs", status_code=201, response_model=Started, tags=["runs"])
     async def start_run(body: StartRun, principal: Starter) -> Started:
         """Start a run: the workflow input (`AgentInput`), plus an optional `id`; 429 with
-        `Retry-After` when the principal's limits (`servers.limits`) allow no more now."""
-        async with start_limits.admitted(principal) as started:
-            handle = await runs.of(principal).start(body)
-            started(handle.id)
+        `Retry-After` when the principal's limits (`client.limits`) allow no more now."""
+        handle = await runs.of(principal).start(body)
         return Started(workflow_id=handle.id, run_id=handle.run_id)
 
     @app.get("/v1/runs", tags=["runs"])
@@ -249,7 +247,8 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
 
     @app.post("/v1/sessions", status_code=201, response_model=Started, tags=["sessions"])
     async def start_session(body: StartSession, principal: Starter) -> Started:
-        """Start a session with these settings (`SessionInput`), plus an optional `id`."""
+        """Start a session with these settings (`SessionInput`), plus an optional `id`; 429
+        with `Retry-After` past the principal's limits, as for a run."""
         session_id, run_id = await sessions.of(principal).start(body)
         return Started(workflow_id=session_id, run_id=run_id)
 
@@ -258,7 +257,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         session_id: Id, body: Message, principal: Starter, wait: Wait = False
     ) -> Response:
         """Send a message (the session starts if new): 202 once taken, or with `?wait=true`
-        200 with the turn's answer."""
+        200 with the turn's answer; 429 with `Retry-After` past the principal's limits."""
         update = await sessions.of(principal).send(session_id, body)
         if wait:
             return JSONResponse(Sessions.turn_json(await update.result()))

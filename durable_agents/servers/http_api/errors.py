@@ -22,11 +22,20 @@ log = logging.getLogger("durable_agents.servers.http_api")
 class ApiError(Exception):
     """A refusal the client can act on: its HTTP status and one line saying why."""
 
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, message: str, *, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = headers
+        """Response headers it goes with (`Retry-After` of a 429)."""
         self.extra = extra
+
+    def response(self) -> JSONResponse:
+        """The JSON answer: `{"error": ..., **extra}` with its status and headers."""
+        body = {"error": self.message, **self.extra}
+        return JSONResponse(body, status_code=self.status, headers=self.headers)
 
 
 HTTP_STATUSES: list[tuple[type[agent_errors.AgentError], int]] = [
@@ -49,11 +58,21 @@ HTTP_STATUSES: list[tuple[type[agent_errors.AgentError], int]] = [
 
 def api_error_for(error: agent_errors.AgentError, *, answered: str = "decided") -> ApiError:
     """The `ApiError` of a typed client error: its status (`HTTP_STATUSES`; a worker that did
-    not answer a query is 503, one that did not take an answer in time 504), one line naming
+    not answer a query is 503, one that did not take an answer in time 504, a start past the
+    principal's limits 429 with `Retry-After`, `limit` and `retry_after`), one line naming
     the cause, and the field or call it is about. `answered`: what a call answered twice was
     (`decided`, or `answered` for a client tool call)."""
     if isinstance(error, agent_errors.NoWorker):
         return ApiError(504 if error.update else 503, error.message)
+    if isinstance(error, agent_errors.LimitExceeded):  # before anything started: try later
+        seconds = error.retry_after
+        return ApiError(
+            429,
+            error.message,
+            headers={"Retry-After": str(seconds)},
+            limit=error.limit,
+            retry_after=seconds,
+        )
     if isinstance(error, agent_errors.InvalidInput) and error.field is not None:
         problem = error.message.removeprefix("invalid input: ").removeprefix(f"{error.field}: ")
         return ApiError(422, error.message, fields=[{"field": error.field, "message": problem}])
@@ -95,7 +114,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(_: Request, error: ApiError) -> JSONResponse:
-        return JSONResponse({"error": error.message, **error.extra}, status_code=error.status)
+        return error.response()
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(_: Request, error: RequestValidationError) -> JSONResponse:

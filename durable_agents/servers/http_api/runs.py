@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable
-from dataclasses import asdict
 from typing import Any, TypeVar
 
 from temporalio.client import Client, WorkflowExecutionDescription
@@ -80,7 +79,7 @@ class Runs:
 
     async def listed(self, limit: int) -> list[dict[str, Any]]:
         """The newest runs and sessions this request's principal reaches."""
-        return [asdict(run) for run in await http(self.agents.list_runs(limit=limit))]
+        return [run.shown() for run in await http(self.agents.list_runs(limit=limit))]
 
     async def status(self, workflow_id: str) -> dict[str, Any]:
         """As `agent status --json`: the execution status and the `status` query's answer."""
