@@ -63,7 +63,8 @@ test-install: $(STAMP)
 	$(BIN)/python -m pytest -q -s -m install tests/test_install.py
 
 # Tests that kill worker processes or wait out timeouts (~10 s each), kept out of `make test`
-# (marker `slow`): a worker killed during a local model call (tests/test_local_model_calls.py).
+# (marker `slow`): a worker killed during a local model call (tests/test_local_model_calls.py),
+# exactly one span per call after a SIGKILL mid-run (tests/test_telemetry_kill.py, ~50 s).
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 

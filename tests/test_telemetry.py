@@ -2,7 +2,7 @@
 OTLP HTTP exporters send to `tests/otlp_receiver.py`, which decodes what arrives with
 `opentelemetry-proto`. A run gives one span per run, turn, model call, tool call and approval
 wait, with the `gen_ai.*` attributes, and replays (a cache of 0 runs, a worker restart mid-run)
-add none. The SIGKILL proof is `tests/test_telemetry_kill.py` (`make test-telemetry-kill`)."""
+add none. The SIGKILL proof is `tests/test_telemetry_kill.py` (marker `slow`, `make test-slow`)."""
 
 from __future__ import annotations
 
