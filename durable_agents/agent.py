@@ -59,8 +59,11 @@ class Agent(Generic[DepsT]):
       (`calculator`, `ask_user`, an MCP server's `server__tool`).
     - `output_type`: a pydantic model the answer must validate against.
     - `description`: what another agent is told it is for, when it may hand work to this one.
+    - `version`: the version in the label of its runs' definition, `name@version`
+      (docs/concepts/definitions.md); None: the definition's digest, shortened, stands in.
     - `settings`: any other run setting of `AgentInput` (`max_iterations=5`,
-      `mode="plan_and_execute"`, `agents=["researcher"]`, ...), checked here, at definition.
+      `mode="plan_and_execute"`, `agents=["researcher"]`, `on_new_definition=
+      "migrate_at_turn"`, ...), checked here, at definition.
     """
 
     def __init__(
@@ -73,9 +76,11 @@ class Agent(Generic[DepsT]):
         tools: Sequence[str] = (),
         output_type: type[BaseModel] | None = None,
         description: str | None = None,
+        version: str | None = None,
         **settings: Any,
     ) -> None:
         self.name = name
+        self.version = version
         self.instructions = instructions
         self.model = model
         self.deps_type = deps_type
@@ -151,19 +156,24 @@ class Agent(Generic[DepsT]):
     def input(self, prompt: str, **settings: Any) -> AgentInput:
         """The workflow input of a run of this agent: `settings` override the agent's own.
         Refused with a `ValueError` naming the field when a value is not valid."""
-        values: dict[str, Any] = {
-            "system_prompt": self.instructions,
-            "tools": self.tool_names,
-            **({"model": self.model_name} if self.model_name is not None else {}),
-            **({"output_type": self.output_type.__name__} if self.output_type else {}),
-            **self._settings,
-            **settings,
-            "prompt": prompt,
-        }
+        values: dict[str, Any] = {**self.defined_settings(), **settings, "prompt": prompt}
         try:
             return AgentInput.model_validate(values)
         except ValidationError as error:
             raise ValueError(f"agent {self.name!r}: {error}") from None
+
+    def defined_settings(self) -> dict[str, Any]:
+        """The run settings this agent defines (what a run's settings take from it): its
+        instructions, tools, model, output type, name, version and its own settings."""
+        return {
+            "system_prompt": self.instructions,
+            "tools": self.tool_names,
+            **({"model": self.model_name} if self.model_name is not None else {}),
+            **({"output_type": self.output_type.__name__} if self.output_type else {}),
+            "agent_name": self.name,
+            **({"agent_version": self.version} if self.version is not None else {}),
+            **self._settings,
+        }
 
     def profile(self) -> AgentProfile:
         """This agent as a profile other runs may hand work to (`"agents": [name]`)."""
@@ -173,4 +183,5 @@ class Agent(Generic[DepsT]):
             system_prompt=self.instructions,
             tools=self.tool_names,
             model=self.model,
+            definition=self.defined_settings(),
         )

@@ -24,6 +24,7 @@ from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.context_cache import ContextCache
 from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.definition import RECORD_DEFINITION_ACTIVITY
 from durable_agents.contracts.policy import WorkerPolicy
 from durable_agents.runtime.workers import WorkerTuning, build_workers
 from durable_agents.testing.fake_openai import FakeOpenAIServer
@@ -112,13 +113,15 @@ class ScriptedHarness(RunHarness):
 
 
 async def activity_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
-    """Activity types in the order they were scheduled in the run's history."""
+    """Activity types in the order they were scheduled in the run's history, but the run's
+    definition records (`record_definition`, tests/test_definitions.py)."""
     history = await handle.fetch_history()
-    return [
+    names = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
+    return [name for name in names if name != RECORD_DEFINITION_ACTIVITY]
 
 
 async def local_activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:

@@ -22,6 +22,7 @@ from durable_agents.contracts.client_tools import (
     unique_client_tools,
 )
 from durable_agents.contracts.code_mode import CodeLimits
+from durable_agents.contracts.definition import AgentDefinition, OnNewDefinition
 from durable_agents.contracts.messages import ChatMessage
 from durable_agents.contracts.model_io import CachedConversation
 from durable_agents.contracts.omitted import none_omitted
@@ -209,6 +210,24 @@ class AgentSettings(BaseModel):
         "used up (timeouts, 429, 5xx, connection errors) or the provider refuses the model "
         "itself (401, 403, 404). `provider/model` names pick a provider the worker knows.",
     )
+    agent_name: str | None = none_omitted(
+        pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$",
+        description="The agent this is a run of (set by `Agent.input`): the name in the run's "
+        "definition label, and the agent whose current definition on the worker a session "
+        "compares its own with at each turn (docs/concepts/definitions.md).",
+    )
+    agent_version: str | None = none_omitted(
+        min_length=1,
+        max_length=100,
+        description="The version the agent declares (`Agent(version=...)`): the label is "
+        "`agent_name@agent_version` (unset: the digest's first 12 hex digits).",
+    )
+    on_new_definition: OnNewDefinition = Field(
+        default="keep",
+        description="When a worker's definition of this agent differs from the one a session "
+        "runs: keep (the default) its own, or migrate_at_turn to the worker's at the next turn "
+        "boundary. Read from the worker's (new) definition; the history records either.",
+    )
     parallel_tool_calls: bool | None = Field(
         default=None,
         description="Passed to the provider: whether the model may ask for several tool calls "
@@ -344,6 +363,8 @@ OWN_RUN_SETTINGS = frozenset(
         "client_tools",
         "code_mode",
         "code_limits",
+        "agent_name",
+        "agent_version",
     }
 )
 """Settings about the shape of a run's own answer, which its sub-agents and plan steps do not
@@ -415,6 +436,10 @@ class ResumeState(BaseModel):
         ),
     )
     stream: StreamState = None
+    definition: AgentDefinition | None = none_omitted(
+        description="Set by the workflow itself when it continues-as-new, and by a session for "
+        "its turn: the definition the run goes by (`loop.definition`), recorded at its start."
+    )
 
 
 class AgentInput(ResumeState, RunLinks, AgentSettings):

@@ -46,3 +46,7 @@ class AgentStatus(BaseModel):
     """Steering messages queued for the model's next call."""
     running: list[RunningCall] = []
     """Tool calls running now, each with its latest progress (not only after the round)."""
+    definition: str | None = None
+    """The label (`name@version`) of the definition the run goes by (docs/concepts/
+    definitions.md); None: a run recorded before definitions."""
+    definition_digest: str | None = None

@@ -27,6 +27,11 @@ class AgentProfile(BaseModel):
     max_iterations: int = Field(default=8, ge=1, le=1000)
     max_total_tokens: int | None = Field(default=None, gt=0, le=10**12)
     output_schema: dict[str, Any] | None = None
+    definition: dict[str, Any] | None = Field(
+        default=None,
+        description="The run settings of an `Agent` defined in code (`Agent.defined_settings`): "
+        "what a session of this agent compares its own definition with at each turn.",
+    )
 
 
 class ParentLink(BaseModel):

@@ -22,6 +22,7 @@ from pydantic import (
 from durable_agents.contracts.agent_input import AgentSettings
 from durable_agents.contracts.agent_result import StopReason, ToolStep
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.definition import AgentDefinition
 from durable_agents.contracts.model_io import CachedConversation
 from durable_agents.contracts.omitted import default_omitted, none_omitted
 from durable_agents.contracts.payload_limits import STORED, TODAY, within
@@ -142,6 +143,9 @@ class SessionCarry(BaseModel):
     conversation: CachedConversation | None = None
     """What the worker's context cache holds for inline turns (digests, not the messages): the
     next run's first turn names the remembered messages instead of sending them again."""
+    definition: AgentDefinition | None = none_omitted()
+    """The definition the session's turns go by (`workflows.definitions`): recorded at its
+    first turn, kept or migrated at each turn boundary after."""
 
 
 class SessionInput(BaseModel):

@@ -178,7 +178,10 @@ def link_problem(params: AgentInput, *, parent_id: str | None, continued: bool) 
             "by SessionWorkflow for its turn, never by a client)"
         )
     carried = (
-        params.resume is not None or params.resume_context is not None or params.stream is not None
+        params.resume is not None
+        or params.resume_context is not None
+        or params.stream is not None
+        or params.definition is not None
     )
     if carried and not continued and params.session is None:
         return (

@@ -45,6 +45,11 @@ class SearchState(NamedTuple):
     tenant: str = DEFAULT_TENANT
     """`AgentTenant`: the tenant of the run (its input's `tenant`), which a server's principal
     lists by."""
+    definition: str | None = None
+    """`AgentDefinition`: the label (`name@version`) of the definition the run goes by (None: a
+    run recorded before definitions, which does not set it)."""
+    definition_digest: str | None = None
+    """`AgentDefinitionDigest`: that definition's sha256."""
 
 
 def search_phase(phase: Phase) -> SearchPhase:
@@ -71,11 +76,14 @@ def search_state(
     pending: Sequence[PendingRequest],
     tokens: int,
     tenant: str = DEFAULT_TENANT,
+    definition: tuple[str, str] | None = None,
 ) -> SearchState:
     """The search attributes of a run (or a session: `idle` between turns) of `tenant` in
-    `phase`, with these requests waiting for a person and `tokens` spent."""
+    `phase`, with these requests waiting for a person and `tokens` spent, going by the
+    definition of this (label, digest)."""
     names = sorted({waiting_name(p.kind, p.tool) for p in pending})
     shown: SearchPhase = (
         "waiting_for_human" if names else "idle" if phase == "idle" else search_phase(phase)
     )
-    return SearchState(shown, tuple(names[:MAX_WAITING_NAMES]), tokens, tenant)
+    label, digest = definition or (None, None)
+    return SearchState(shown, tuple(names[:MAX_WAITING_NAMES]), tokens, tenant, label, digest)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from durable_agents.contracts.agent_result import StopReason
 from durable_agents.contracts.agent_status import AgentStatus, Phase, RunningCall
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.definition import AgentDefinition
 from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.loop.plan import MARKS
 from durable_agents.loop.review_display import markdown_pending, markdown_text
@@ -35,8 +36,10 @@ def run_status(
     stop_reason: StopReason | None,
     pending: Sequence[PendingRequest],
     running: Sequence[RunningCall] = (),
+    definition: AgentDefinition | None = None,
 ) -> AgentStatus:
-    """A snapshot of the run (`running`: the tool calls running now)."""
+    """A snapshot of the run (`running`: the tool calls running now; `definition`: the one it
+    goes by)."""
     return AgentStatus(
         phase=visible_phase(phase, bool(pending)),
         iteration=pad.iteration,
@@ -50,6 +53,8 @@ def run_status(
         steering=pad.steering,
         plan=pad.plan,
         running=list(running),
+        definition=definition.label if definition is not None else None,
+        definition_digest=definition.digest if definition is not None else None,
     )
 
 

@@ -1,5 +1,6 @@
 """Registering the agent search attributes (`AgentPhase`, `AgentWaitingFor`, `AgentTokens`,
-`AgentTenant`) on the server, so runs may keep them (`workflows.search_attributes`).
+`AgentTenant`, `AgentDefinition`, `AgentDefinitionDigest`) on the server, so runs may keep
+them (`workflows.search_attributes`).
 
 `ensure` runs at worker start: it adds the missing ones through the operator API (the dev
 server and a self-hosted cluster allow it) and says whether all are there. Where the worker may
@@ -14,6 +15,8 @@ The embedded dev server gets them at start (`dev_server_flags`). On a self-hoste
     temporal operator search-attribute create --name AgentWaitingFor --type KeywordList
     temporal operator search-attribute create --name AgentTokens --type Int
     temporal operator search-attribute create --name AgentTenant --type Keyword
+    temporal operator search-attribute create --name AgentDefinition --type Keyword
+    temporal operator search-attribute create --name AgentDefinitionDigest --type Keyword
 """
 
 from __future__ import annotations

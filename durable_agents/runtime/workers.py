@@ -38,6 +38,7 @@ from durable_agents.activities.cache_affinity import CacheAffinity
 from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.code_sandbox import run_script_step
 from durable_agents.activities.context_cache import ContextCache
+from durable_agents.activities.definition_record import record_definition
 from durable_agents.activities.model_activity import ModelActivities
 from durable_agents.activities.tool_activities import tool_activities
 from durable_agents.activities.turn_forwarding import forward_to_turn
@@ -312,6 +313,7 @@ def engine_workers(
     activities: list[Callable[..., Any]] = [
         models.call_model,
         worker_policy_activity(policy or WorkerPolicy()),
+        record_definition,
         run_script_step,
         forward_to_turn,
         *mcp_calls,

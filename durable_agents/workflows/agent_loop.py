@@ -96,6 +96,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.runtime.telemetry_workflow import model_priced, turn_span
     from durable_agents.workflows.callees.client_tool import record_tool_result
     from durable_agents.workflows.callees.protocol import Callee
+    from durable_agents.workflows.definitions import definition_memo, run_definition, shown_tools
     from durable_agents.workflows.delegation import ChildRequests
     from durable_agents.workflows.human_gate import HumanGate
     from durable_agents.workflows.loop_host import LoopHost, TurnOutgrewSession
@@ -236,7 +237,8 @@ class AgentLoop:
         output = output_spec(params, worker_catalog().output_types.as_dict())
         run_tools = await prepare_tools(params, output, self._gate, self._script_round)
         self._gate.add_schemas(run_tools.outside_schemas)
-        schemas = run_tools.schemas
+        self._params = params = await run_definition(params)
+        schemas = shown_tools(run_tools.schemas, params)
         kept: dict[str, KeptOutput] = {}  # tool outputs their workers keep (`loop.kept_outputs`)
         model = ModelGateway(
             params, self._log, self._conversation(params), output, events=self._events, kept=kept
@@ -285,6 +287,7 @@ class AgentLoop:
         `workflows.plan_and_execute`)."""
         run_tools = await prepare_tools(params, None)
         self._gate.add_schemas(run_tools.outside_schemas)
+        self._params = params = await run_definition(params)
         self._announce(params, run_tools.names)
         model = ModelGateway(params, self._log, self._conversation(params), events=self._events)
         runner = PlanRunner(params, self, model, self._gate, self._log, run_tools, self._children)
@@ -503,6 +506,7 @@ class AgentLoop:
                 "max_iterations": params.max_iterations,
                 "max_total_tokens": params.max_total_tokens,
                 "continued_from_turn": self._pad.iteration if continued else None,
+                **definition_memo(params.definition),
             }
         )
 
@@ -540,6 +544,7 @@ class AgentLoop:
             stop_reason=self._stop_reason,
             pending=aimed_requests(self.pending(), worker_catalog().command_server),
             running=self._round.running(self._events) if self._round is not None else (),
+            definition=self._params.definition if self._params else None,
         )
 
     def pending(self) -> list[PendingRequest]:

@@ -71,8 +71,10 @@ class RunHost:
         """The current details, and the search attributes operators filter by."""
         now = status()
         workflow.set_current_details(current_details(now))
+        label, digest = now.definition, now.definition_digest
+        defined = (label, digest) if label and digest else None
         self._search.keep(
-            search_state(now.phase, now.pending, now.usage.total_tokens, self._tenant)
+            search_state(now.phase, now.pending, now.usage.total_tokens, self._tenant, defined)
         )
 
     def pending_changed(self, params: AgentInput | None, pending: list[PendingRequest]) -> None:

@@ -1,5 +1,6 @@
 """`SearchAttributeKeeper`: keeps a run's search attributes (`AgentPhase`, `AgentWaitingFor`,
-`AgentTokens`, `AgentTenant`) equal to its state, so operators find the runs that wait for them:
+`AgentTokens`, `AgentTenant`, `AgentDefinition`, `AgentDefinitionDigest`) equal to its state,
+so operators find the runs that wait for them:
 `temporal workflow list --query 'AgentPhase="waiting_for_human"'`, or the Web UI's list filter.
 
 Each upsert is a command (an `UpsertWorkflowSearchAttributes` event), so the keeper upserts only
@@ -33,11 +34,15 @@ AGENT_PHASE = SearchAttributeKey.for_keyword("AgentPhase")
 AGENT_WAITING_FOR = SearchAttributeKey.for_keyword_list("AgentWaitingFor")
 AGENT_TOKENS = SearchAttributeKey.for_int("AgentTokens")
 AGENT_TENANT = SearchAttributeKey.for_keyword("AgentTenant")
+AGENT_DEFINITION = SearchAttributeKey.for_keyword("AgentDefinition")
+AGENT_DEFINITION_DIGEST = SearchAttributeKey.for_keyword("AgentDefinitionDigest")
 SEARCH_ATTRIBUTE_KEYS: tuple[SearchAttributeKey, ...] = (
     AGENT_PHASE,
     AGENT_WAITING_FOR,
     AGENT_TOKENS,
     AGENT_TENANT,
+    AGENT_DEFINITION,
+    AGENT_DEFINITION_DIGEST,
 )
 """The custom search attributes runs keep (registered by `runtime.search_attributes`)."""
 
@@ -57,6 +62,21 @@ class SearchAttributesMissing(RuntimeError):
             "them registered; register them (runtime/search_attributes.py says how) or run a "
             "worker where they are: the task is retried"
         )
+
+
+def definition_updates(
+    state: SearchState, before: SearchState | None
+) -> list[SearchAttributeUpdate]:
+    """`AgentDefinition` and `AgentDefinitionDigest` where they changed; never unset (a run
+    recorded before definitions upserts what it always did)."""
+    if state.definition is None or state.definition_digest is None:
+        return []
+    updates: list[SearchAttributeUpdate] = []
+    if before is None or state.definition != before.definition:
+        updates.append(AGENT_DEFINITION.value_set(state.definition))
+    if before is None or state.definition_digest != before.definition_digest:
+        updates.append(AGENT_DEFINITION_DIGEST.value_set(state.definition_digest))
+    return updates
 
 
 class SearchAttributeKeeper:
@@ -82,6 +102,7 @@ class SearchAttributeKeeper:
             updates.append(AGENT_TOKENS.value_set(state.tokens))
         if before is None or state.tenant != before.tenant:
             updates.append(AGENT_TENANT.value_set(state.tenant))
+        updates += definition_updates(state, before)
         workflow.upsert_search_attributes(updates)
         self._shown = state
 

@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.search_attributes import search_state, tenant_memo
     from durable_agents.loop.session_details import idle_details, turn_details
     from durable_agents.loop.session_queue import queue_refusal
+    from durable_agents.workflows.definitions import definition_at_turn, definition_shown
     from durable_agents.workflows.inline_turn import InlineTurn
     from durable_agents.workflows.input_guard import one_payload
     from durable_agents.workflows.model_gateway import run_conversation
@@ -389,6 +390,7 @@ class SessionWorkflow(PeopleHandlers):
                 await self._continue_as_new()
             await self._wait_for(lambda: bool(self._carry.queued) or self._carry.ended)
             if self._carry.queued:
+                await self._check_definition()
                 await self._start_turn(self._carry.queued.pop(0))
             elif self._carry.ended:
                 break
@@ -465,6 +467,7 @@ class SessionWorkflow(PeopleHandlers):
             **{**self._params.agent.model_dump(), **message.overrides()},
             prompt=message.text,
             history=memory_messages(carry.memory),
+            definition=carry.definition,
             session=SessionLink(
                 workflow_id=session_id,
                 turn_id=turn_id,
@@ -493,6 +496,15 @@ class SessionWorkflow(PeopleHandlers):
             self._turn = InlineTurn(self, agent_input, self._events.for_turn(carry.turns))
             return
         await self._start_child_turn(agent_input, turn_scope, carry.turns)
+
+    async def _check_definition(self) -> None:
+        """At the turn boundary: keep the session's definition, or migrate to the worker's
+        (`workflows.definitions`); the history records which."""
+        settings, self._carry.definition = await definition_at_turn(
+            self._params.agent, self._carry.definition, self._carry.turns + 1
+        )
+        if settings is not self._params.agent:
+            self._params = self._params.model_copy(update={"agent": settings})
 
     async def _start_child_turn(self, agent_input: AgentInput, workflow_id: str, turn: int) -> None:
         """A turn as a child `AgentWorkflow`, which reports its end by signal (`turn_finished`)."""
@@ -579,8 +591,9 @@ class SessionWorkflow(PeopleHandlers):
             )
             phase = "idle"
         workflow.set_current_details(details)
+        tenant, defined = self._params.tenant, definition_shown(carry.definition)
         self._search.keep(
-            search_state(phase, carry.pending, carry.usage.total_tokens, self._params.tenant)
+            search_state(phase, carry.pending, carry.usage.total_tokens, tenant, defined)
         )
 
     def _can_continue_as_new(self) -> bool:
