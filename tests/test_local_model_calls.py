@@ -24,9 +24,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 
 from durable_agents.agent import Agent
+from durable_agents.cli.commands import build_input
+from durable_agents.cli.main import build_parser
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.runtime.event_stream import read_events
+from durable_agents.servers.http_api.bodies import StartRun
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import WorkerCluster
@@ -164,3 +167,13 @@ async def test_a_worker_killed_during_a_local_call_leaves_the_run_to_another(
     types = await event_types(handle)
     assert EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT in types
     assert fake_model.errors == []
+
+
+def test_the_cli_and_the_http_api_take_the_setting() -> None:
+    args = build_parser().parse_args(["run", "x", "--model-call", "local"])
+    assert build_input(args)["model_call"] == "local"
+    assert "model_call" not in build_input(build_parser().parse_args(["run", "x"]))
+    assert StartRun.model_validate({"prompt": "x", "model_call": "local"}).workflow_input() == {
+        "prompt": "x",
+        "model_call": "local",
+    }

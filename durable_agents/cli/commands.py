@@ -122,6 +122,8 @@ def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[s
         payload["model"] = args.model
     if args.max_iterations is not None:
         payload["max_iterations"] = args.max_iterations
+    if args.model_call:
+        payload["model_call"] = args.model_call
     if args.output_schema:
         schema = parse_json_object(f"@{args.output_schema}", "--output-schema")
         problem = schema_problem(schema)

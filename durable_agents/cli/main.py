@@ -30,7 +30,16 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from durable_agents.cli import audit, chat, commands, decisions, replay, steering, tokens
+from durable_agents.cli import (
+    audit,
+    chat,
+    commands,
+    decisions,
+    definitions,
+    replay,
+    steering,
+    tokens,
+)
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.client.connection import Target, explain_rpc, with_payload_stores
@@ -161,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model name (default: the worker's MODEL)")
     run.add_argument("--max-iterations", type=int, metavar="N", help="most model calls")
     run.add_argument(
+        "--model-call",
+        choices=["activity", "local"],
+        help="each model call an activity (the default), or a local activity in the worker: "
+        "fewer server round trips, no live text (docs/how-to/real-models.md)",
+    )
+    run.add_argument(
         "--output-schema",
         metavar="FILE",
         help="a JSON Schema file: the answer must match it; prints the validated JSON",
@@ -249,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", replay.replay, "replay run histories against this code (files or downloaded)"
     )
     replay.add_arguments(replay_cmd)
+    diff_cmd = command(
+        "diff", definitions.diff, "what differs between the agent definitions of two runs"
+    )
+    definitions.add_arguments(diff_cmd)
     return parser
 
 

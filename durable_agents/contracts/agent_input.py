@@ -101,8 +101,10 @@ class AgentSettings(BaseModel):
         exclude_if=lambda kind: kind == "activity",
         description="activity: each model call is an activity (heartbeats carrying the live "
         "text, its own row in the Web UI, a timeout and retries the server tracks); local: a "
-        "local activity in the worker running the run, which saves the server round trips of "
-        "a call but does not stream its text and holds the run's workflow task while it runs "
+        "local activity in the worker running the run, without the server round trips, but "
+        "with no live text (the whole reply comes with model_call_finished), no cancel of the "
+        "call alone, no row of its own in the Web UI, and a cancel, signal or query reaching "
+        "the run only when the call ends or its workflow task heartbeats "
         "(docs/how-to/real-models.md#model-calls-as-local-activities).",
     )
     approval_timeout_seconds: float | None = Field(
