@@ -19,13 +19,18 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.activities.mcp_config import parse_mcp_config
+from durable_agents.activities.mcp_servers import McpServers
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.runtime import telemetry
 from durable_agents.runtime.workers import WorkerTuning
+from durable_agents.tools.agents import RESEARCHER
 from testkit.eventually import eventually
 from tests import scripted_model as sm
 from tests.conftest import FAKE_MODEL, started_workers
 from tests.hitl_support import wait_for_pending
+from tests.mcp_test_servers import HttpMcpServer
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 PRICED = {"max_usd": 100, "prices": {"*": {"input_per_million": 1000, "output_per_million": 2000}}}
@@ -78,10 +83,11 @@ async def run_span(receiver: OtlpReceiver, handle: WorkflowHandle[Any, Any]) -> 
     """The run's span, once it has arrived (it is ended by the run's last workflow task)."""
 
     def arrived() -> ReceivedSpan:
-        [found] = receiver.spans_where(
+        found = receiver.spans_where(
             gen_ai__operation__name="invoke_agent", temporal__workflow__id=handle.id
         )
-        return found
+        assert len(found) == 1, found
+        return found[0]
 
     return await eventually(arrived, timeout=10, what="the run's span")
 
@@ -223,3 +229,61 @@ async def test_replays_add_no_spans(
     # The second worker's spans hang off the first's: the ids are the run's own.
     turns = [span for span in spans if span.name.startswith("turn ")]
     assert {span.parent_span_id for span in turns} == {run.span_id}
+
+
+async def test_the_trace_reaches_child_runs_and_mcp_servers(
+    receiver: OtlpReceiver, temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """A sub-agent's run, and an MCP server's handling of a call (the SDK reads the trace
+    context from the request's `_meta`), are spans of the parent run's trace."""
+
+    def script(request: ModelRequest) -> sm.Completion | str:
+        tool_results = sum(1 for m in request.messages if m.role == "tool")
+        if request.messages[0].content == RESEARCHER.system_prompt:
+            return (
+                "the researcher found 42"
+                if tool_results
+                else sm.tool_calls(sm.call("calculator", {"expression": "6*7"}, id="r1"))
+            )
+        if tool_results == 0:
+            return sm.tool_calls(sm.call("researcher", {"task": "6*7?"}, id="d1"))
+        if tool_results == 1:
+            return sm.tool_calls(sm.call("web__echo", {"text": "hi"}, id="m1"))
+        return "done"
+
+    model = sm.ScriptedChatModel(default_model=FAKE_MODEL)
+    model.set_handler(script)
+    with HttpMcpServer() as web:
+        servers = McpServers(parse_mcp_config({"mcpServers": {"web": {"url": web.url}}}))
+        async with AsyncExitStack() as stack:
+            workspace = tmp_path / "workspace"
+            workspace.mkdir()
+            queue = await started_workers(stack, temporal_env.client, model, workspace, mcp=servers)
+            handle = await temporal_env.client.start_workflow(
+                "AgentWorkflow",
+                {"prompt": "delegate, then echo", "agents": ["researcher"], "mcp_servers": ["web"]},
+                id=f"otel-child-{uuid.uuid4()}", task_queue=queue, result_type=AgentResult,
+            )  # fmt: skip
+            assert (await handle.result()).answer == "done"
+            run = await run_span(receiver, handle)
+            child = await run_span(receiver, temporal_env.client.get_workflow_handle(
+                f"{handle.id}/researcher-d1"
+            ))  # fmt: skip
+    spans = {span.span_id: span for span in of_trace(receiver, run.trace_id)}
+    assert child.trace_id == run.trace_id
+    assert spans[child.parent_span_id].name == "turn 1"  # the parent's turn that called it
+    [researcher_calc] = [s for s in spans.values() if s.get("gen_ai.tool.call.id") == "r1"]
+    assert researcher_calc.trace_id == run.trace_id
+    [echo] = [s for s in spans.values() if s.name == "execute_tool web__echo"]
+    assert (echo.get("gen_ai.tool.type"), echo.get("gen_ai.tool.call.id")) == ("extension", "m1")
+
+    telemetry.flush()  # the server's span is batched (it ends outside any activity)
+
+    def handled() -> ReceivedSpan:
+        found = [s for s in of_trace(receiver, run.trace_id) if s.name == "tools/call echo"]
+        assert len(found) == 1, found
+        return found[0]
+
+    server = await eventually(handled, timeout=10, what="the MCP server's span")
+    sent = spans[server.parent_span_id]  # the MCP client's request, inside the tool's span
+    assert sent.parent_span_id == echo.span_id

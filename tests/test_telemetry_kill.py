@@ -103,10 +103,11 @@ async def test_sigkill_mid_run_gives_one_span_per_call(
     assert result.answer == "done after the crash"
 
     def run_span_arrived() -> str:
-        [run] = receiver.spans_where(
+        found = receiver.spans_where(
             gen_ai__operation__name="invoke_agent", temporal__workflow__id=handle.id
         )
-        return run.trace_id
+        assert len(found) == 1, found
+        return found[0].trace_id
 
     trace_id = await eventually(run_span_arrived, timeout=10, what="the run's span")
     spans = [span for span in receiver.spans if span.trace_id == trace_id]
