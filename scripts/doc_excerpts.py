@@ -530,9 +530,13 @@ async def http_events(here: Stage) -> str:
 
 
 def evals_linked(here: Stage) -> None:
-    """The project's `evals/` suites in the stage's folder, as a reader has them."""
-    if not (here.folder / "evals").exists():
-        (here.folder / "evals").symlink_to(ROOT / "evals")
+    """The project's `evals/` suites in the stage's folder, as a reader has them (each file
+    linked, so that a suite saved there, `agent eval --save`, stays in the stage)."""
+    folder = here.folder / "evals"
+    folder.mkdir(exist_ok=True)
+    for suite in (ROOT / "evals").glob("*.yaml"):
+        if not (folder / suite.name).exists():
+            (folder / suite.name).symlink_to(suite)
 
 
 @recipe("eval-seed-cases")
@@ -672,6 +676,41 @@ async def a2a_session(here: Stage) -> str:
         f"python {ROOT / script} --url http://127.0.0.1:{here.a2a_port}/",
         shown=f"python {script}",
     )
+
+
+RECORDED_RUNS = (
+    'agent run "What is 17 * 25?" --id shop-1',
+    'echo y | agent run "Write hello to shop-notes.txt" --id shop-2 --by ann',
+)
+"""The runs the evals-from-runs how-to rebuilds: a calculation, and a write a person approved."""
+
+
+@recipe("eval-from-runs")
+async def eval_from_runs(here: Stage) -> str:
+    """Recorded runs rebuilt as cases and rerun with another system prompt (their tool outputs
+    replayed, so the write does not happen again), saved as a suite."""
+    evals_linked(here)
+    for command in RECORDED_RUNS:
+        await here.sh(command)
+    written = here.folder / "workspace" / "shop-notes.txt"
+    written.unlink()  # the rerun must not write it again
+    shown = await here.sh(
+        "agent eval --from-runs 'WorkflowId STARTS_WITH \"shop-\"' --system-prompt "
+        '"Be terse. Double-check every calculation." --save shop --concurrency 1'
+    )
+    assert not written.exists(), "the rerun wrote the file again"
+    return shown
+
+
+@recipe("eval-saved-suite")
+async def eval_saved_suite(here: Stage) -> str:
+    """The suite `eval-from-runs` saved, and its rerun with the recorded definition, compared
+    exactly."""
+    shown = [
+        await here.sh("cat evals/shop.yaml"),
+        await here.sh("agent eval shop --compare exact --concurrency 1"),
+    ]
+    return "\n".join(shown)
 
 
 def difference(block: Block, text: str) -> str:

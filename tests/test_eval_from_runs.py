@@ -302,3 +302,31 @@ def test_ids_and_queries_and_case_names() -> None:
     taken: set[str] = set()
     assert case_name("shop/order 17", taken) == "shop_order_17"
     assert case_name("shop/order 17", taken) == "shop_order_17-2"
+
+
+def test_the_demo_model_obeys_a_terse_double_checking_system_prompt() -> None:
+    """What the how-to's rerun shows offline: the check is a call the recording never made."""
+    from durable_agents.activities.demo_model import system_prompt_move
+    from durable_agents.contracts.messages import ChatMessage
+    from durable_agents.contracts.messages import ToolCall as Call
+
+    asked = Call(id="c1", name="calculator", arguments='{"expression": "17 * 25"}')
+    turn = [
+        ChatMessage(role="system", content="Be terse. Double-check every calculation."),
+        ChatMessage(role="user", content="What is 17 * 25?"),
+        ChatMessage(role="assistant", content=None, tool_calls=[asked]),
+        ChatMessage(role="tool", content="425", tool_call_id="c1"),
+    ]
+    check = system_prompt_move(turn, {"calculator"})
+    assert isinstance(check, Call) and json.loads(check.arguments) == {
+        "expression": "425 - (17 * 25)"
+    }
+    checked = [
+        *turn,
+        ChatMessage(
+            role="assistant", content=None, tool_calls=[check.model_copy(update={"id": "c2"})]
+        ),
+        ChatMessage(role="tool", content="Error: new tool call: ...", tool_call_id="c2"),
+    ]
+    assert system_prompt_move(checked, {"calculator"}) == "425"
+    assert system_prompt_move(turn[1:], {"calculator"}) is None  # the default prompt: no rule

@@ -15,6 +15,10 @@ the Web UI without any account:
   one calculator call per part, each on the previous result;
 - anything else -> a plain reply.
 
+A system prompt that says "double-check" makes it check a calculation with a second calculator
+call, and one that says "terse" makes it answer a calculation with the bare number (the
+evals-from-runs how-to reruns recorded runs with such a prompt and shows what changed).
+
 The harder cases of the evaluation suite (`evals/seed_cases.yaml`, run by `agent eval`) have
 their own rules in the section "Evaluation scenarios" below, consulted first: a missing number
 asked for with `ask_user`, a calculator error recovered from, a rejected write redone where the
@@ -78,6 +82,7 @@ class DemoChatModel:
             composition_move(request, prompt, messages, available)
             or scenario_move(prompt, messages, available)
             or weather_move(prompt, messages, available)
+            or system_prompt_move(messages, available)
         )
         if isinstance(move, ToolCall):
             return self._reply(messages, call=move)
@@ -518,3 +523,34 @@ def weather_move(prompt: str, messages: list[ChatMessage], available: set[str]) 
         return f"The weather in {observation}."
     found = _WEATHER.search(prompt)
     return _call("weather", city=found.group("city")) if found else None
+
+
+# -- System prompt rules -------------------------------------------------------------------------
+# What a run's system prompt changes, so that an evaluation of recorded runs against another
+# prompt (`agent eval --from-runs --system-prompt ...`, docs/how-to/evals-from-runs.md) has
+# something to show offline: a different answer, and a tool call the recorded run never made.
+
+_TERSE = re.compile(r"\bterse\b", re.IGNORECASE)
+_DOUBLE_CHECK = re.compile(r"\bdouble-check\b", re.IGNORECASE)
+
+
+def system_prompt_move(messages: list[ChatMessage], available: set[str]) -> Move | None:
+    """After a calculation: with "double-check" in the system prompt, one more calculator call
+    that checks it (the result minus the expression), then the answer "... (checked)"; with
+    "terse", the bare number. None without such a prompt, or before any calculation."""
+    system = " ".join(m.content or "" for m in messages if m.role == "system")
+    terse, check = _TERSE.search(system), _DOUBLE_CHECK.search(system)
+    if not (terse or check) or messages[-1].role != "tool":
+        return None
+    since = max((i for i, m in enumerate(messages) if m.role == "user"), default=0)
+    turn = messages[since:]
+    results = _calculator_results(turn)
+    calls = [c for m in turn for c in m.tool_calls if c.name == "calculator"]
+    if not results:
+        return None
+    if check and len(calls) == 1 and "calculator" in available:
+        expression = _args(calls[0]).get("expression", "")
+        return _call("calculator", expression=f"{results[0]} - ({expression})")
+    if terse:
+        return results[0]
+    return f"The answer is {results[0]} (checked)."

@@ -11,6 +11,7 @@ DIFFERENT, is the verdict; the rest of its first line is the reason shown.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -324,7 +325,7 @@ def detail_lines(report: FromRunsReport) -> list[str]:
                 lines.append(f"  judge: {case.judge_reason}")
         for call in case.new_tool_calls:
             new = " (a tool the recorded run never called)" if call.tool in case.new_tools else ""
-            args = _short(str(call.args), 60)
+            args = _short(json.dumps(call.args, ensure_ascii=False), 60)
             lines.append(f"+ {case.case}: new tool call {call.tool} {args}{new}: not run")
         if case.problem:
             lines.append(f"✗ {case.case}: {case.problem}")

@@ -107,6 +107,7 @@ async def rebuilt_suite(
         why = "; ".join(f"{s.workflow_id}: {s.reason}" for s in skipped) or "it lists none"
         raise CliError(f"--from-runs: no finished agent run or session to rebuild ({why})")
     description = f"rebuilt by agent eval --from-runs from: {source}"
+    scenarios.sort(key=lambda s: s.name)  # (a listing's order of runs started together varies)
     return Suite(name=name, description=description, scenarios=scenarios), skipped
 
 
