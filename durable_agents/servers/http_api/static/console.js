@@ -5,7 +5,8 @@
 // args_digest of the arguments the reviewer was shown; a client-side tool's call (the page is
 // the client) is answered with its JSON result or an error through POST
 // /v1/runs/{id}/tool_results, whose refusal (a result breaking the tool's result_schema) is
-// shown and can be fixed in place.
+// shown and can be fixed in place. The header says who the token signs in as (GET /v1/me:
+// name, tenant, roles; nothing on a server without credentials), and Sign out forgets the token.
 "use strict";
 
 const SHOWN_PURPOSES = new Set(["turn", "final_answer", "synthesis"]);
@@ -363,24 +364,56 @@ function show(type, e) {
   }
 }
 
+// -- who is signed in -------------------------------------------------------------------------
+
+function showSignedIn(me) {
+  const signedIn = Boolean(me && me.authenticated);
+  $("who").hidden = !signedIn;
+  $("who-text").textContent = signedIn
+    ? `signed in as ${me.name} (${me.tenant}, roles ${me.roles.join(", ") || "none"})` : "";
+  state.by = signedIn ? me.name : "console"; // (the server records the principal anyway)
+}
+
+async function whoAmI() {
+  try { showSignedIn(await api("GET", "/v1/me")); } catch (error) { showSignedIn(null); }
+}
+
+function signOut() {
+  reset();
+  state.token = "";
+  $("token").value = "";
+  sessionStorage.setItem("agent-console", JSON.stringify({ session: state.session || $("session").value }));
+  showSignedIn(null);
+  setCompose(false);
+  $("webui").hidden = true;
+  say("signed out: this page no longer holds the token");
+}
+
 // -- the page ----------------------------------------------------------------------------------
 
 function setCompose(enabled) { $("message").disabled = !enabled; $("send").disabled = !enabled; }
 
-async function open(event) {
-  event.preventDefault();
+// Stop following and forget what the page shows (opening another session, signing out).
+function reset() {
   for (const control of state.followers.values()) control.abort();
   state.followers.clear(); state.lastIds.clear(); state.bubbles.clear(); state.lastBubble.clear();
   state.tools.clear(); state.requests.clear();
   $("chat").replaceChildren(); dropRequest(""); $("plan").replaceChildren(el("li", { class: "muted", text: "no plan" }));
+}
+
+async function open(event) {
+  event.preventDefault();
+  reset();
   state.session = $("session").value.trim();
   state.token = $("token").value.trim();
   sessionStorage.setItem("agent-console", JSON.stringify({ session: state.session, token: state.token }));
   try {
     state.info = await api("GET", "/v1/info");
   } catch (error) {
+    showSignedIn(null);
     say(`cannot reach the API: ${error.message}`); return;
   }
+  await whoAmI();
   const link = $("webui");
   const href = webUi(state.session);
   link.hidden = !href; if (href) link.href = href;
@@ -405,6 +438,7 @@ async function send(event) {
 }
 
 $("connect").addEventListener("submit", open);
+$("signout").addEventListener("click", signOut);
 $("compose").addEventListener("submit", send);
 $("message").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); $("compose").requestSubmit(); }
@@ -413,3 +447,4 @@ const saved = JSON.parse(sessionStorage.getItem("agent-console") || "{}");
 const params = new URLSearchParams(location.search);
 $("session").value = params.get("session") || saved.session || `console-${Math.random().toString(36).slice(2, 8)}`;
 $("token").value = saved.token || "";
+if (saved.token) { state.token = saved.token; whoAmI(); } // still signed in after a reload
