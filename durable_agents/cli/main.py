@@ -30,7 +30,16 @@ from typing import Any, NoReturn
 
 from temporalio.service import RPCError
 
-from durable_agents.cli import audit, chat, commands, decisions, replay, steering, tokens
+from durable_agents.cli import (
+    audit,
+    chat,
+    commands,
+    decisions,
+    definitions,
+    replay,
+    steering,
+    tokens,
+)
 from durable_agents.cli.errors import CLI_ERROR, DETACHED, CliError
 from durable_agents.cli.evaluation import command as evaluation
 from durable_agents.client.connection import Target, explain_rpc, with_payload_stores
@@ -255,6 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", replay.replay, "replay run histories against this code (files or downloaded)"
     )
     replay.add_arguments(replay_cmd)
+    diff_cmd = command(
+        "diff", definitions.diff, "what differs between the agent definitions of two runs"
+    )
+    definitions.add_arguments(diff_cmd)
     return parser
 
 
