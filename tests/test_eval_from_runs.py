@@ -85,8 +85,8 @@ def model(request: dict[str, Any]) -> fake.Completion:
         return fake.text("i did **not** pay bob" if terse else "I did not pay Bob.")
     if user.startswith("Say hello"):
         if not tools:
-            return fake.tool_calls(fake.call("echo", {"text": "hello"}))
-        return fake.text("The echo said: " + _text(tools[0]))
+            return fake.tool_calls(fake.call("side_effect", {"label": "hello"}))
+        return fake.text("The effect said: " + _text(tools[0]))
     return fake.text("Welcome." if terse else "You are welcome.")
 
 
@@ -138,7 +138,11 @@ async def _record(agents: AgentClient, prefix: str, queue: str) -> dict[str, str
     await pay.reject(request.call_id, reason="too much", by="ann")
     assert (await pay.result()).answer == "I did not pay Bob."
     chat = await agents.start_session({"agent": {"tools": TOOLS}}, id=ids["chat"], task_queue=queue)
-    assert (await chat.send("Say hello")).answer == "The echo said: hello"
+    turn = await chat.send_nowait("Say hello")
+    request = await chat.next_request()
+    assert request is not None
+    await chat.approve(request.call_id, digest=request.args_digest, by="ann")
+    assert (await turn.result()).answer == "The effect said: did hello"
     assert (await chat.send("Thanks")).answer == "You are welcome."
     await chat.end()
     await agents.client.get_workflow_handle(ids["chat"]).result()
@@ -149,7 +153,8 @@ async def _record(agents: AgentClient, prefix: str, queue: str) -> dict[str, str
 async def recorded(
     temporal_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Recorded]:
-    """The worker (real openai client, fake model server) and three recorded runs."""
+    """The worker (real openai client, fake model server) and three recorded runs; the side
+    effect ran twice (once in the first run, once in the session's first turn)."""
     with FakeOpenAIServer() as server:
         server.set_handler(model)
         tmp = tmp_path_factory.mktemp("from-runs")
@@ -205,8 +210,9 @@ async def test_recorded_runs_rerun_against_a_new_prompt_run_no_tool_and_are_save
     ]
     chat = cases["chat"]
     assert chat["verdict"] == "changed"
-    assert chat["recorded_answers"] == ["The echo said: hello", "You are welcome."]
-    assert chat["answers"] == ["The echo said: hello", "Welcome."]
+    assert chat["recorded_answers"] == ["The effect said: did hello", "You are welcome."]
+    assert chat["answers"] == ["The effect said: did hello", "Welcome."]
+    assert chat["people"][0].startswith("approved side_effect")
     assert chat["new_tool_calls"] == [] and chat["steps"] == {"recorded": 1, "now": 1}
     assert json.loads((tmp_path / "out" / "comparison.json").read_text()) == report
 

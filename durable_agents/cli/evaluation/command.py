@@ -33,7 +33,8 @@ from durable_agents.cli.evaluation.from_runs import (
 )
 from durable_agents.cli.evaluation.runner import Job, new_eval_id, plan_jobs, run_all, run_job
 from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default, summarize
-from durable_agents.cli.evaluation.suite import SuiteError, load_suite
+from durable_agents.cli.evaluation.suite import Suite, SuiteError, load_suite
+from durable_agents.client import AgentClient
 from durable_agents.runtime.extras import require
 
 if TYPE_CHECKING:
@@ -167,6 +168,32 @@ class _Progress:
             self.stream.flush()
 
 
+def announce(ctx: Context, line: str) -> None:
+    """An evaluation's first line: on stdout, or on stderr with `--json` (stdout is JSON)."""
+    stream = ctx.err if ctx.json else ctx.out
+    stream.write(line + "\n")
+    stream.flush()
+
+
+async def run_jobs(
+    ctx: Context,
+    agents: AgentClient,
+    jobs: list[Job],
+    suite: Suite,
+    eval_id: str,
+    concurrency: int,
+) -> list[RunRecord]:
+    """Every run of an evaluation on the target's task queue, with the progress on stderr; the
+    records in the jobs' order, the worker's default model named after what answered."""
+    task_queue = ctx.target.task_queue
+
+    async def one(job: Job) -> RunRecord:
+        return await run_job(agents, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
+
+    with _Progress(ctx.err, len(jobs)) as progress:
+        return relabel_default(await run_all(jobs, one, concurrency, progress.done))
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
@@ -213,16 +240,9 @@ async def evaluate(args: argparse.Namespace, ctx: Context) -> int:
         f"{_count(len(models), 'model')} ({names}) = {_count(len(jobs), 'run')} · "
         f"task queue {task_queue} at {ctx.target.address}"
     )
-    (ctx.err if ctx.json else ctx.out).write(intro + "\n")
-    (ctx.err if ctx.json else ctx.out).flush()
+    announce(ctx, intro)
     started_at = _now()
-
-    async def one(job: Job) -> RunRecord:
-        return await run_job(agents, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
-
-    with _Progress(ctx.err, len(jobs)) as progress:
-        records = await run_all(jobs, one, args.concurrency, progress.done)
-    records = relabel_default(records)
+    records = await run_jobs(ctx, agents, jobs, suite, eval_id, args.concurrency)
     summary = summarize(records)
     data = report.results_json(
         eval_id=eval_id,

@@ -34,8 +34,8 @@ from durable_agents.cli.evaluation.compare import (
     table_lines,
 )
 from durable_agents.cli.evaluation.recorded import Skipped, rebuild, runs_query
-from durable_agents.cli.evaluation.runner import Job, model_slug, new_eval_id, run_all, run_job
-from durable_agents.cli.evaluation.scoring import RunRecord, relabel_default
+from durable_agents.cli.evaluation.runner import Job, model_slug, new_eval_id
+from durable_agents.cli.evaluation.scoring import RunRecord
 from durable_agents.cli.evaluation.suite import Scenario, Suite, load_suite
 from durable_agents.client import AgentClient
 
@@ -179,7 +179,11 @@ async def compare_suite(
     saved: Path | None = None,
 ) -> int:
     """Rerun recorded cases and report each against its recording."""
-    from durable_agents.cli.evaluation.command import RESULTS_ROOT, _Progress  # (imports us)
+    from durable_agents.cli.evaluation.command import (  # (imports this module)
+        RESULTS_ROOT,
+        announce,
+        run_jobs,
+    )
 
     agents = await ctx.agents()
     eval_id = new_eval_id()
@@ -194,14 +198,8 @@ async def compare_suite(
         f"from {source} · models: {', '.join(models) or 'as recorded'} · {prompt} · "
         f"compare {args.compare} · task queue {task_queue} at {ctx.target.address}"
     )
-    (ctx.err if ctx.json else ctx.out).write(intro + "\n")
-    (ctx.err if ctx.json else ctx.out).flush()
-
-    async def one(job: Job) -> RunRecord:
-        return await run_job(agents, job, suite=suite, eval_id=eval_id, task_queue=task_queue)
-
-    with _Progress(ctx.err, len(jobs)) as progress:
-        records = relabel_default(await run_all(jobs, one, args.concurrency, progress.done))
+    announce(ctx, intro)
+    records = await run_jobs(ctx, agents, jobs, suite, eval_id, args.concurrency)
     cases = [
         await _compared(args, agents, job, record, eval_id, task_queue)
         for job, record in zip(jobs, records, strict=True)
