@@ -75,6 +75,8 @@ RUN_TIMEOUT_SECONDS = 900
 MODEL_TIMEOUT_SECONDS = 600
 EVAL_DEADLINE_SECONDS = 4 * 3600
 NAIVE_MAX_TURNS = 10
+CALLER_GONE = 499
+"""The status a request is recorded with when its caller closed the connection mid-reply."""
 
 
 @dataclass
@@ -152,19 +154,23 @@ class MeteringProxy:
         assert self._session is not None
         root = self.upstream.removesuffix("/v1")
         headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type",)}
+        received = bytearray()
         async with self._session.request(
             request.method, root + request.path_qs, data=body, headers=headers
         ) as upstream:
             kind = upstream.headers.get("Content-Type", "application/json")
-            response = web.StreamResponse(status=upstream.status, headers={"Content-Type": kind})
-            await response.prepare(request)
-            received = bytearray()
-            async for chunk in upstream.content.iter_any():
-                received.extend(chunk)
-                await response.write(chunk)
-            await response.write_eof()
+            status = upstream.status
+            response = web.StreamResponse(status=status, headers={"Content-Type": kind})
+            try:
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    received.extend(chunk)
+                    await response.write(chunk)
+                await response.write_eof()
+            except ConnectionError:  # the caller went away (a cancelled run): still counted
+                status = CALLER_GONE
         stream = kind.startswith("text/event-stream")
-        record = ModelRequest(started, time.time(), request.path, upstream.status, stream)
+        record = ModelRequest(started, time.time(), request.path, status, stream)
         for payload in payloads(bytes(received), stream):
             record.read(payload)
         self.requests.append(record)
