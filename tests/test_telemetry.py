@@ -6,6 +6,7 @@ add none. The SIGKILL proof is `tests/test_telemetry_kill.py` (marker `slow`, `m
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.activities.mcp_config import parse_mcp_config
@@ -25,11 +26,13 @@ from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.model_io import ModelRequest
 from durable_agents.runtime import telemetry
 from durable_agents.runtime.workers import WorkerTuning
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
 from testkit.eventually import eventually
 from tests import scripted_model as sm
-from tests.conftest import FAKE_MODEL, started_workers
+from tests.conftest import FAKE_MODEL, AgentHarness, started_workers
 from tests.hitl_support import wait_for_pending
+from tests.http_api_support import live_api
 from tests.mcp_test_servers import HttpMcpServer
 from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 
@@ -287,3 +290,25 @@ async def test_the_trace_reaches_child_runs_and_mcp_servers(
     server = await eventually(handled, timeout=10, what="the MCP server's span")
     sent = spans[server.parent_span_id]  # the MCP client's request, inside the tool's span
     assert sent.parent_span_id == echo.span_id
+
+
+async def test_an_http_callers_traceparent_continues_into_the_run(
+    receiver: OtlpReceiver, agent: AgentHarness
+) -> None:
+    """`agent serve` (its client with contrib's interceptor, as `OTEL_ENABLED` connects it)
+    takes the caller's W3C `traceparent`: the run's span is a child of the caller's span."""
+    agent.fake.enqueue(fake.text("hello"))
+    traced = Client(**{**agent.client.config(), "interceptors": telemetry.client_interceptors()})
+    trace_id, caller_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    workflow_id = f"otel-http-{uuid.uuid4()}"
+    async with live_api(dataclasses.replace(agent, client=traced)) as api:
+        response = await api.http.post(
+            "/v1/runs",
+            json={"prompt": "hi", "id": workflow_id},
+            headers={"traceparent": f"00-{trace_id}-{caller_span}-01"},
+        )
+        assert response.status_code == 201, response.text
+        handle = agent.client.get_workflow_handle(workflow_id, result_type=AgentResult)
+        assert (await handle.result()).answer == "hello"
+    run = await run_span(receiver, handle)
+    assert (run.trace_id, run.parent_span_id) == (trace_id, caller_span)

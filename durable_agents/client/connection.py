@@ -42,6 +42,7 @@ from durable_agents.runtime.temporal_client import (
     load_connection,
     payload_store_of,
 )
+from durable_agents.runtime.tracing import tracing_interceptors
 from durable_agents.workflows.search_attributes import AGENT_TENANT
 
 WorkflowRun = WorkflowHandle[Any, AgentResult]
@@ -157,6 +158,7 @@ async def connect(target: Target) -> Client:
             connect_with_settings(
                 target.settings,
                 target.connection.with_target(target.address, target.namespace),
+                interceptors=tracing_interceptors(target.settings),  # OTEL_ENABLED
                 connect_timeout=CONNECT_TIMEOUT,
                 external_storage=storage,
             ),
