@@ -53,7 +53,6 @@ class Runs:
 
     def __init__(self, client: Client, task_queue: str) -> None:
         self.agents = AgentClient(client, task_queue=task_queue, via=VIA, only_own=False)
-        self.client = self.agents.client
         self.task_queue = task_queue
 
     def of(self, principal: Principal | None) -> Runs:

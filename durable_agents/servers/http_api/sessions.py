@@ -22,7 +22,6 @@ class Sessions:
 
     def __init__(self, agents: AgentClient) -> None:
         self.agents = agents
-        self.client = agents.client
 
     def of(self, principal: Principal | None) -> Sessions:
         """These routes for one request of `principal` (`Runs.of`)."""
