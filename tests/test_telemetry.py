@@ -298,7 +298,9 @@ async def test_an_http_callers_traceparent_continues_into_the_run(
     """`agent serve` (its client with contrib's interceptor, as `OTEL_ENABLED` connects it)
     takes the caller's W3C `traceparent`: the run's span is a child of the caller's span."""
     agent.fake.enqueue(fake.text("hello"))
-    traced = Client(**{**agent.client.config(), "interceptors": telemetry.client_interceptors()})
+    config = agent.client.config()
+    config["interceptors"] = telemetry.client_interceptors()
+    traced = Client(**config)
     trace_id, caller_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
     workflow_id = f"otel-http-{uuid.uuid4()}"
     async with live_api(dataclasses.replace(agent, client=traced)) as api:
