@@ -228,6 +228,8 @@ async def test_recorded_runs_rerun_against_a_new_prompt_run_no_tool_and_are_save
     chat_case = scenarios[recorded.ids["chat"]]
     assert (chat_case["prompt"], chat_case["turns"]) == ("Say hello", ["Thanks"])
 
+    suite["prices"] = {"*": {"input_per_million": 1.0, "output_per_million": 2.0}}
+    saved.write_text(yaml.safe_dump(suite))  # a price, as a suite may give one
     again = await recorded.eval(
         str(saved), "--compare", "exact", "--json", "--out", str(tmp_path / "again"),
     )  # fmt: skip
@@ -236,6 +238,8 @@ async def test_recorded_runs_rerun_against_a_new_prompt_run_no_tool_and_are_save
     rerun = again.json()
     assert rerun["summary"]["unchanged"] == 3 and rerun["compare"] == "exact"
     assert all(c["new_tool_calls"] == [] for c in rerun["cases"])
+    priced = by_case(rerun)["effect"]["cost_usd"]  # 2 calls of 10 prompt + 5 completion tokens
+    assert priced == {"recorded": pytest.approx(40e-6), "now": pytest.approx(40e-6)}
 
 
 async def test_each_compare_mode_and_the_table(recorded: Recorded, tmp_path: Path) -> None:

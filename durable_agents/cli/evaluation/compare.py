@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from durable_agents.cli.evaluation.scoring import NewToolCall, RunRecord
+from durable_agents.cli.evaluation.scoring import NewToolCall, RunRecord, cost_of
 from durable_agents.cli.evaluation.suite import RecordedBaseline, Scenario
 from durable_agents.client import AgentClient
+from durable_agents.contracts.budgets import ModelPrice
 from durable_agents.errors import AgentError
 
 CompareMode = Literal["exact", "normalized", "judge"]
@@ -210,12 +211,21 @@ def _tokens(baseline: RecordedBaseline) -> float:
     return baseline.usage.total_tokens
 
 
+def recorded_cost(baseline: RecordedBaseline, prices: dict[str, ModelPrice]) -> float | None:
+    """What the recorded run cost: as its result said, else its usage at the suite's price of
+    the model that answered it (None: no price)."""
+    if baseline.cost_usd is not None:
+        return baseline.cost_usd
+    return cost_of([], baseline.usage, baseline.answered_by, prices)
+
+
 def case_report(
     scenario: Scenario,
     record: RunRecord,
     mode: CompareMode,
     same: bool | None,
     reason: str | None = None,
+    prices: dict[str, ModelPrice] | None = None,
 ) -> CaseReport:
     """A rerun's record against its recording; `same`: whether the answers are alike (None:
     the comparison could not be made, `reason` says why)."""
@@ -245,7 +255,7 @@ def case_report(
         steps=Change(recorded=baseline.steps, now=record.steps),
         model_calls=Change(recorded=baseline.turns or None, now=record.turns or None),
         tokens=Change(recorded=_tokens(baseline), now=record.usage.total_tokens),
-        cost_usd=Change(recorded=baseline.cost_usd, now=record.cost_usd),
+        cost_usd=Change(recorded=recorded_cost(baseline, prices or {}), now=record.cost_usd),
         new_tool_calls=record.new_calls,
         new_tools=new_tools,
         people=record.people,

@@ -23,7 +23,6 @@ from typing import Any
 from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK, RUN_FAILED, CliError
 from durable_agents.cli.evaluation.compare import (
-    CaseReport,
     FromRunsReport,
     SkippedRun,
     case_report,
@@ -137,27 +136,26 @@ def plan(
     return jobs
 
 
-async def _compared(
+async def _alike(
     args: argparse.Namespace,
     agents: AgentClient,
     job: Job,
     record: RunRecord,
     eval_id: str,
     task_queue: str,
-) -> CaseReport:
+) -> tuple[bool | None, str | None]:
+    """Whether a rerun answered as its recording, by `--compare` (the judge is asked only when
+    the texts differ); None when it did not complete or the judge said neither."""
     scenario = job.scenario
     assert scenario.recorded is not None
-    mode = args.compare
     answers = record.answers or ([record.answer] if record.answer is not None else [])
     if record.ending != "completed":
-        return case_report(scenario, record, mode, None)
-    if mode != "judge":
-        return case_report(
-            scenario, record, mode, same_answers(scenario.recorded.answers, answers, mode)
-        )
+        return None, None
+    if args.compare != "judge":
+        return same_answers(scenario.recorded.answers, answers, args.compare), None
     if same_answers(scenario.recorded.answers, answers, "exact"):
-        return case_report(scenario, record, mode, True, "the same text")
-    same, reason = await judge(
+        return True, "the same text"
+    return await judge(
         agents,
         scenario,
         record,
@@ -165,7 +163,6 @@ async def _compared(
         task_queue=task_queue,
         model=args.judge_model,
     )
-    return case_report(scenario, record, mode, same, reason)
 
 
 async def compare_suite(
@@ -200,10 +197,10 @@ async def compare_suite(
     )
     announce(ctx, intro)
     records = await run_jobs(ctx, agents, jobs, suite, eval_id, args.concurrency)
-    cases = [
-        await _compared(args, agents, job, record, eval_id, task_queue)
-        for job, record in zip(jobs, records, strict=True)
-    ]
+    cases = []
+    for job, record in zip(jobs, records, strict=True):
+        same, reason = await _alike(args, agents, job, record, eval_id, task_queue)
+        cases.append(case_report(job.scenario, record, args.compare, same, reason, suite.prices))
     report = FromRunsReport(
         eval_id=eval_id,
         source=source,

@@ -14,7 +14,7 @@ From each history (an `AgentWorkflow` run, or a `SessionWorkflow` and its turns)
 
 Runs that are not whole conversations of their own are skipped with the reason: a session's
 turn or a sub-agent (part of another run), a run that continued as new, a run `agent eval`
-itself made.
+itself made; and plan-and-execute runs, whose tool calls are in their steps' child runs.
 """
 
 from __future__ import annotations
@@ -183,6 +183,8 @@ async def rebuild(
             return Skipped(execution.id, f"{what} (evaluate the run it is part of)")
     if raw.get("resume"):
         return Skipped(execution.id, "it continued from an earlier run (continue-as-new)")
+    if raw.get("mode") == "plan_and_execute":
+        return Skipped(execution.id, "plan-and-execute: its steps' tool calls are child runs")
     attrs = done.workflow_execution_completed_event_attributes
     result: AgentResult = await _decoded(converter, attrs.result, AgentResult)
     steps = result.steps
@@ -199,10 +201,16 @@ async def rebuild(
         usage=result.usage,
         cost_usd=result.cost_usd,
     )
+    omitted = (
+        f"; its {result.steps_omitted} earliest steps were left out of its result, so their "
+        "calls have no recorded output"
+        if result.steps_omitted
+        else ""
+    )
     return Scenario(
         name=case_name(execution.id, taken),
         prompt=raw["prompt"],
-        description=f"rebuilt from run {execution.id}",
+        description=f"rebuilt from run {execution.id}{omitted}",
         tags=["from-runs"],
         input={**settings_of(raw, RUN_ONLY), "tool_fixtures": _dumped(fixtures_of(steps))},
         people=[*people_of(steps), ANYONE_ELSE],
