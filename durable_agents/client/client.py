@@ -31,6 +31,7 @@ from durable_agents.client.connection import (
     STARTER_MEMO,
     TENANT_MEMO,
     explain_rpc,
+    not_found,
     run_tenant,
 )
 from durable_agents.client.limits import Started, StartLimits
@@ -394,7 +395,10 @@ class AgentClient:
     async def tokens_used(self, run: ListedRun, *, timeout: timedelta = QUERY_TIMEOUT) -> int:
         """The model tokens a listed run or session has used: its `AgentTokens` where kept;
         else a running one's `status` query usage (0 when no worker answers in `timeout`), a
-        completed one's result usage; 0 for anything else (failed, cancelled, ...)."""
+        completed one's result usage; 0 for anything else (failed, cancelled, ...). Another
+        tenant's is `RunNotFound`, as from every other call of a client with a tenant."""
+        if self.tenant is not None and run.tenant != self.tenant:
+            raise not_found(run.workflow_id)  # another tenant's: as a missing one
         if run.tokens is not None:
             return run.tokens
         session = run.workflow_type == SESSION_TYPE
