@@ -50,9 +50,10 @@ PARENT_SETTINGS: dict[str, Any] = {
 
 
 def test_every_setting_but_the_run_own_is_inherited() -> None:
-    # the tenant, the starter and recorded tool outputs are left out of the JSON at their
-    # defaults: set them (a child of a run replaying recorded outputs replays them too)
-    settings = AgentSettings(tenant="acme", starter="ann", tool_fixtures=[])
+    # the tenant, the starter, recorded tool outputs and the model call's kind are left out of
+    # the JSON at their defaults: set them (a child of a run replaying recorded outputs replays
+    # them too)
+    settings = AgentSettings(tenant="acme", starter="ann", tool_fixtures=[], model_call="local")
     assert set(inherited_settings(settings)) == set(AgentSettings.model_fields) - OWN_RUN_SETTINGS
     assert set(AgentSettings.model_fields) >= OWN_RUN_SETTINGS
 
