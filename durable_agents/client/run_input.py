@@ -30,9 +30,11 @@ MAX_OPTIONS_BYTES: Final = 64 * 1024
 
 
 def profile_settings(profile: AgentProfile) -> dict[str, Any]:
-    """The run settings an agent profile names (what it is), as a run of its own: its
-    instructions, tools, agents, model, turn limit, token budget and answer schema."""
+    """The run settings an agent profile names (what it is), as a run of its own: its name (the
+    label of the run's definition), instructions, tools, agents, model, turn limit, token budget
+    and answer schema."""
     settings: dict[str, Any] = {
+        "agent_name": profile.name,
         "system_prompt": profile.system_prompt,
         "tools": profile.tools,
         "agents": profile.agents or None,
