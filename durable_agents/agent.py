@@ -63,7 +63,8 @@ class Agent(Generic[DepsT]):
       (docs/concepts/definitions.md); None: the definition's digest, shortened, stands in.
     - `settings`: any other run setting of `AgentInput` (`max_iterations=5`,
       `mode="plan_and_execute"`, `agents=["researcher"]`, `on_new_definition=
-      "migrate_at_turn"`, ...), checked here, at definition.
+      "migrate_at_turn"`, `model_call="local"` for a fast model whose calls should be local
+      activities, ...), checked here, at definition.
     """
 
     def __init__(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.peers.systems import OA_LEVERS, OURS_LOCAL
 from bench.report import KIB, verdict
 
 MIB = 1024 * 1024
@@ -156,7 +157,8 @@ def figures(results: dict[str, Any]) -> list[list[str]]:
 
 
 def best_peer(values: dict[str, Any], lower: bool) -> tuple[str, float] | None:
-    found = [(n, float(v)) for n, v in values.items() if n != "ours" and v]
+    """The best peer's figure (never one of ours' own modes: `ours`, `ours +local model`)."""
+    found = [(n, float(v)) for n, v in values.items() if not n.startswith("ours") and v]
     if not found:
         return None
     return (min if lower else max)(found, key=lambda item: item[1])
@@ -183,10 +185,42 @@ def figures_of(data: dict[str, Any], key: str) -> dict[str, Any]:
     return {n: d.get(key) for n, d in data.items() if isinstance(d, dict)}
 
 
+def like_for_like(per_turn: dict[str, Any], server: str) -> list[list[str]]:
+    """Issue 36's per-turn targets, like for like: ours' default against every peer's
+    documented configuration (the columns without a `+`), and ours with local model calls
+    against OpenAI Agents with `use_local_activity=True`."""
+    rows = []
+    for key, what in (("wall_ms_per_turn", "wall"), ("cpu_ms_per_turn", "worker CPU")):
+        values = figures_of(per_turn, key)
+        defaults = {n: v for n, v in values.items() if "+" not in n}
+        local = {"ours": values.get(OURS_LOCAL.name), OA_LEVERS.name: values.get(OA_LEVERS.name)}
+        rows.append(
+            target(
+                f"1 per turn, {what} ms, default vs each peer's default ({server})",
+                defaults,
+                True,
+                "≥ 1.5x lower than the best peer's default",
+                lambda o, b: b / o >= 1.5,
+            )
+        )
+        rows.append(
+            target(
+                f"1 per turn, {what} ms, local vs OpenAI Agents' local ({server})",
+                local,
+                True,
+                "≥ 1.3x lower",
+                lambda o, b: b / o >= 1.3,
+            )
+        )
+    return rows
+
+
 def targets(results: dict[str, Any]) -> list[list[str]]:
     rows: list[list[str]] = []
     for server, entry in results.get("servers", {}).items():
         per_turn, burst = entry.get("per_turn") or {}, entry.get("throughput") or {}
+        if per_turn:
+            rows += like_for_like(per_turn, server)
         for key, what in (("wall_ms_per_turn", "wall"), ("cpu_ms_per_turn", "worker CPU")):
             if per_turn:
                 rows.append(

@@ -16,7 +16,9 @@
 
 The timing workloads (1, 2, 4) run twice: on the tuned server `make bench` uses
 (`history.transferProcessorMaxPollRPS=1000`) and on the dev server's defaults; 1 and 2 also
-run the peers with ours' levers switched on (`bench.peers.systems.LEVERS`). A workload that
+run the peers with ours' levers switched on (`bench.peers.systems.LEVERS`), and ours with its
+model calls as local activities (`model_call: local`, `OURS_MODES`) beside OpenAI Agents'
+`use_local_activity=True`. A workload that
 stalled on the first server is not run again on the second. Workloads 3 and 5
 measure bytes and a local replay, so they run once (tuned server). Everything else is
 `make bench`'s test bed (`bench.harness`): one in-memory dev server per configuration, the fake
@@ -48,7 +50,7 @@ from temporalio.client import WorkflowHistory
 from bench import replay, waiting
 from bench.harness import Bench, Proc, bench_stack, quiet_logging
 from bench.peers import long_run, report
-from bench.peers.systems import BASE, LEVERS, ROOT, System
+from bench.peers.systems import BASE, LEVERS, OURS_MODES, ROOT, System
 from bench.peers.workers.common import model_env
 from bench.run_all import FAST_TRANSFER_QUEUE, SIGNAL_RATE, save, say
 from bench.speed import Side, one_run, per_turn, throughput
@@ -271,7 +273,7 @@ async def waiting_one(
 async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     size = QUICK if args.quick else FULL
     only = {int(t) for t in args.only.split(",")}
-    systems = {s.name: s.config for s in [*BASE, *LEVERS]}
+    systems = {s.name: s.config for s in [*BASE, *OURS_MODES, *LEVERS]}
     results: dict[str, Any] = {"size": size, "systems": systems, "servers": {}}
     stalls: Stalls = {}
     for server in args.server.split(","):
@@ -280,7 +282,7 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         async with bench_stack(SERVERS[server]) as bench:
             bench.ours_tuning = OURS_TUNING
             if only & {1, 2}:
-                entry.update(await timing(bench, [*BASE, *LEVERS], size, only, stalls))
+                entry.update(await timing(bench, [*BASE, *OURS_MODES, *LEVERS], size, only, stalls))
                 save(out, "peers.json", results)
             if server == "tuned" and only & {3, 5}:
                 entry.update(await long_and_replay(bench, size, out))

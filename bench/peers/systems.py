@@ -40,6 +40,8 @@ class System:
     """Pydantic AI: the tool set the calculator runs use (`calculator+wf`: in the workflow)."""
     config: str = ""
     """What BENCHMARKS.md says it is configured with."""
+    settings: tuple[tuple[str, Any], ...] = ()
+    """Ours: run settings every run of it adds to its input (`model_call: local`)."""
 
     @property
     def peer(self) -> bool:
@@ -94,7 +96,12 @@ class System:
         harness drains it: it completes when the turn ends), else closed once approved
         (closing denies pending approvals)."""
         if not self.peer:
-            payload = {"prompt": prompt, "tools": tools, "max_iterations": max_turns}
+            payload = {
+                "prompt": prompt,
+                "tools": tools,
+                "max_iterations": max_turns,
+                **dict(self.settings),
+            }
             return await client.start_workflow(
                 self.workflow, payload, id=workflow_id, task_queue=queue
             )
@@ -163,6 +170,12 @@ OURS = System(
     "activity, model calls streamed), with cache affinity off as docs/fleet.md recommends for "
     "a dev server with one worker",
 )
+OURS_LOCAL = System(
+    "ours +local model",
+    settings=(("model_call", "local"),),
+    config="as ours, with `model_call: local`: each model call a local activity in the worker "
+    "running the run (docs/how-to/real-models.md, 'Model calls as local activities')",
+)
 OA = System(
     "openai-agents",
     venv="openai_agents",
@@ -206,5 +219,7 @@ HARNESS = System(
 )
 BASE = [OURS, OA, PAI, HARNESS]
 """The systems of every workload."""
+OURS_MODES = [OURS_LOCAL]
+"""Ours in its other modes: measured in the timing workloads 1 and 2, beside the peers' levers."""
 LEVERS = [OA_LEVERS, PAI_LEVERS]
 """Peers with ours' levers switched on: measured in the timing workloads 1 and 2."""
