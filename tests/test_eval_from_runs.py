@@ -266,6 +266,14 @@ async def test_each_compare_mode_and_the_table(recorded: Recorded, tmp_path: Pat
     assert cases["effect"]["verdict"] == "changed"
     assert cases["effect"]["judge_reason"] == "other words"
 
+    rerun = cases["effect"]["rerun"]  # an evaluation's own runs are not recorded runs
+    refused = await recorded.eval("--from-runs", rerun)
+    assert refused.code == 4
+    assert refused.err == (
+        f"agent: --from-runs: no finished agent run or session to rebuild ({rerun}: a run agent "
+        "eval made)\n"
+    )
+
 
 async def test_a_query_without_runs_is_one_error_line(recorded: Recorded) -> None:
     done = await recorded.eval("--from-runs", "nobody-ran-this-1")
