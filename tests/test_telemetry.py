@@ -1,5 +1,5 @@
 """Exactly-once telemetry with the GenAI conventions, checked at a real OTLP/HTTP receiver: the
-OTLP HTTP exporters send to `tests/otlp_receiver.py`, which decodes what arrives with
+OTLP HTTP exporters send to `testkit/otlp_receiver.py`, which decodes what arrives with
 `opentelemetry-proto`. A run gives one span per run, turn, model call, tool call and approval
 wait, with the `gen_ai.*` attributes, and replays (a cache of 0 runs, a worker restart mid-run)
 add none. The SIGKILL proof is `tests/test_telemetry_kill.py` (marker `slow`, `make test-slow`)."""
@@ -29,12 +29,12 @@ from durable_agents.runtime.workers import WorkerTuning
 from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.agents import RESEARCHER
 from testkit.eventually import eventually
+from testkit.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests import scripted_model as sm
 from tests.conftest import FAKE_MODEL, AgentHarness, started_workers
 from tests.hitl_support import wait_for_pending
 from tests.http_api_support import live_api
 from tests.mcp_test_servers import HttpMcpServer
-from tests.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 PRICED = {"max_usd": 100, "prices": {"*": {"input_per_million": 1000, "output_per_million": 2000}}}
 

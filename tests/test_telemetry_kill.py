@@ -1,7 +1,7 @@
 """SIGKILL mid-run, and still exactly one span per model call and tool call (issue 37 part 3).
 
 Real `python worker.py` processes with `OTEL_ENABLED=1` and `OTEL_EXPORTER_OTLP_ENDPOINT`
-pointing at a real OTLP/HTTP receiver in the test (`tests/otlp_receiver.py`). The first worker is
+pointing at a real OTLP/HTTP receiver in the test (`testkit/otlp_receiver.py`). The first worker is
 killed with SIGKILL during the second model call; a second worker replays the run and finishes it
 (through an approval). At the receiver: each activity of the history has exactly one span, for
 the attempt that completed (the killed attempt 1 never ended, so it has none; its retry is
@@ -28,8 +28,8 @@ from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from testkit.crash_tools import WorkerCluster
 from testkit.eventually import eventually
+from testkit.otlp_receiver import OtlpReceiver
 from tests.hitl_support import wait_for_pending
-from tests.otlp_receiver import OtlpReceiver
 
 pytestmark = pytest.mark.slow
 

@@ -185,24 +185,31 @@ def install(
 
 
 def install_from_environment(otlp_endpoint: str | None) -> None:
-    """`install` as the standard variables say: OTLP over HTTP (protobuf) when
-    `OTEL_EXPORTER_OTLP_ENDPOINT` (or the per-signal endpoints) is set, with
-    `OTEL_EXPORTER_OTLP_HEADERS`; else spans to the console and no metrics."""
+    """`install` as the standard variables say: spans over OTLP/HTTP (protobuf) when
+    `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is set, else to the
+    console; metrics over OTLP/HTTP when `OTEL_EXPORTER_OTLP_ENDPOINT` or
+    `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` is set and `OTEL_METRICS_EXPORTER` is not `none`
+    (Jaeger takes no metrics). The exporters read the rest (`OTEL_EXPORTER_OTLP_HEADERS`,
+    timeouts, compression) themselves. Once per process: later calls keep the first set-up."""
     if _sinks is not None:
-        return  # once per process (the worker and its CLI client share it)
-    if otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        return
+    environ = os.environ
+    spans: SpanExporter
+    if otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        install(
-            OTLPSpanExporter(),
-            OTLPMetricExporter(),
-            capture_content=capture_content_from_env(),
-        )
-        return
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+        spans = OTLPSpanExporter()
+    else:
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-    install(ConsoleSpanExporter(), capture_content=capture_content_from_env())
+        spans = ConsoleSpanExporter()
+    metrics: MetricExporter | None = None
+    wants_metrics = environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none"
+    if wants_metrics and (otlp_endpoint or environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")):
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        metrics = OTLPMetricExporter()
+    install(spans, metrics, capture_content=capture_content_from_env())
 
 
 def active() -> bool:

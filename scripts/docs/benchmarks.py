@@ -418,6 +418,25 @@ def bench_context_fit() -> str:
     return markdown_table(header, rows) + "\n\n" + provenance(run)
 
 
+@table("bench-telemetry")
+def bench_telemetry() -> str:
+    """Issue 37 part 3: what telemetry costs per turn, on against off (`bench.telemetry`)."""
+    run = load("telemetry")
+    off, on, extra = run.result["off"], run.result["on"], run.result["overhead"]
+    rows = [
+        ["wall time", f"{off['wall_ms']} ms", f"{on['wall_ms']} ms",
+         f"+{extra['wall_ms']} ms ({extra['wall_pct']}%)"],
+        ["worker CPU", f"{off['cpu_ms']} ms", f"{on['cpu_ms']} ms", f"+{extra['cpu_ms']} ms"],
+    ]  # fmt: skip
+    header = [
+        f"per turn (median of {run.result['turns']} turns x {run.result['rounds']} runs)",
+        "telemetry off",
+        "telemetry on (OTLP/HTTP)",
+        "overhead",
+    ]
+    return f"{markdown_table(header, rows)}\n\n{provenance(run)}"
+
+
 @table("soak")
 def soak() -> str:
     """RELIABILITY.md: the soak runs (`bench.soak`), every figure from their reports."""

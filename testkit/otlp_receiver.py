@@ -1,6 +1,7 @@
-"""A real OTLP/HTTP receiver for tests: accepts the protobuf `ExportTraceServiceRequest` and
-`ExportMetricsServiceRequest` that OpenTelemetry's OTLP HTTP exporters POST to `/v1/traces`
-and `/v1/metrics` (decoded with `opentelemetry-proto`), and keeps what arrived."""
+"""A real OTLP/HTTP receiver for the tests and the telemetry benchmark: accepts the protobuf
+`ExportTraceServiceRequest` and `ExportMetricsServiceRequest` that OpenTelemetry's OTLP HTTP
+exporters POST to `/v1/traces` and `/v1/metrics` (decoded with `opentelemetry-proto`), and keeps
+what arrived."""
 
 from __future__ import annotations
 
@@ -148,3 +149,15 @@ def _points(metric: Any) -> Iterator[tuple[str, dict[str, Any], float]]:
             yield metric.name, attributes, float(point.sum)
         else:
             yield metric.name, attributes, float(point.as_double or point.as_int)
+
+
+def main() -> None:
+    """Serve until killed, in a process of its own (`python -m testkit.otlp_receiver`): prints
+    `READY <endpoint>`, then keeps only a count of the spans it received."""
+    receiver = OtlpReceiver()
+    print(f"READY {receiver.endpoint}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
