@@ -193,7 +193,11 @@ async def make_run(here: Stage, settings: dict[str, str] | None = None) -> Async
     finally:
         if worker.returncode is None:
             worker.terminate()
-            await asyncio.wait_for(worker.wait(), timeout=60)
+            try:
+                await asyncio.wait_for(worker.wait(), timeout=60)
+            except TimeoutError:  # its drain outlasted a minute on busy cores: the stage is done
+                worker.kill()  # (its embedded server stops with it: dev_server.py)
+                await worker.wait()
 
 
 async def _until_ready(worker: asyncio.subprocess.Process) -> str:
@@ -367,23 +371,43 @@ APPROVE = '{"call_id": "demo_call_1", "by": "alice"}'
 async def temporal_approval(here: Stage) -> str:
     """The README's first approval with the Temporal CLI: start a run whose `write_file` waits,
     read what waits (a reader looks again until it does), approve it, read the result."""
+    return await approval_with_the_temporal_cli(here, "approve-1")
+
+
+@recipe("first-approval")
+async def first_approval(here: Stage) -> str:
+    """The Getting started page's approval: as the README's, with the run's current details
+    (what the Web UI's "User Metadata" tab shows) while it waits."""
+    return await approval_with_the_temporal_cli(here, "approve-2", details=True)
+
+
+async def approval_with_the_temporal_cli(
+    here: Stage, workflow_id: str, *, details: bool = False
+) -> str:
+    """Start a run whose `write_file` waits, read what waits (a reader looks again until it
+    does), with `details` its `temporal workflow metadata`, approve it, read the result."""
     started = await here.sh(
         "temporal workflow start --type AgentWorkflow --task-queue agents "
-        f"--workflow-id approve-1 --input {shlex.quote(APPROVAL_INPUT)}"
+        f"--workflow-id {workflow_id} --input {shlex.quote(APPROVAL_INPUT)}"
     )
     for _ in range(100):
         pending = await here.sh(
-            "temporal workflow query --workflow-id approve-1 --type pending_approvals"
+            f"temporal workflow query --workflow-id {workflow_id} --type pending_approvals"
         )
         if '"call_id"' in pending:
             break
         await asyncio.sleep(0.2)
-    approved = await here.sh(
-        "temporal workflow signal --workflow-id approve-1 --name approve "
-        f"--input {shlex.quote(APPROVE)}"
+    shown = [started, pending]
+    if details:
+        shown.append(await here.sh(f"temporal workflow metadata --workflow-id {workflow_id}"))
+    shown.append(
+        await here.sh(
+            f"temporal workflow signal --workflow-id {workflow_id} --name approve "
+            f"--input {shlex.quote(APPROVE)}"
+        )
     )
-    result = await here.sh("temporal workflow result --workflow-id approve-1")
-    return "\n\n".join([started, pending, approved, result])
+    shown.append(await here.sh(f"temporal workflow result --workflow-id {workflow_id}"))
+    return "\n\n".join(shown)
 
 
 @recipe("agent-run-no-wait")
@@ -443,13 +467,13 @@ async def served(
         await server.wait()
 
     here.services.push_async_callback(stop)
-    for _ in range(150):
+    for _ in range(600):  # a minute: it imports its server stack first, slowly on busy cores
         with contextlib.suppress(OSError):
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
         await asyncio.sleep(0.1)
-    raise RuntimeError(f"agent {command} did not listen within 15 s")
+    raise RuntimeError(f"agent {command} did not listen within 60 s")
 
 
 async def waiting_call(here: Stage) -> str:

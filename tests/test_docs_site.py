@@ -156,3 +156,20 @@ def test_examples_page_lists_every_example_folder_and_each_has_its_test() -> Non
             (ROOT / "tests").glob(f"test_{folder.name}*example*.py")
         )
         assert tested, f"examples/{folder.name} has no test for make test to run"
+
+
+def test_the_development_install_the_docs_describe_is_the_makefiles() -> None:
+    """Getting started shows the command `make` installs `.venv` with (pinned by
+    constraints.txt), and how to put `.venv/bin` on the PATH the pages' commands assume."""
+    makefile = (ROOT / "Makefile").read_text()
+    [install] = [
+        line.strip() for line in makefile.splitlines() if "pip install" in line and "-e '." in line
+    ]
+    assert "-c constraints.txt" in install
+    shown = install.replace("$(BIN)/", ".venv/bin/").replace(" --quiet", "")
+    page = (ROOT / "docs" / "getting-started" / "install.md").read_text()
+    assert shown in page, f"docs/getting-started/install.md does not show: {shown}"
+    assert (ROOT / "constraints.txt").exists()
+    path_setup = 'export PATH="$PWD/.venv/bin:$PATH"'
+    assert path_setup in page
+    assert path_setup in (ROOT / "README.md").read_text()
