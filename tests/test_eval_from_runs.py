@@ -42,7 +42,7 @@ from tests import agent_test_tools
 from tests.conftest import agent_harness
 from tests.test_cli_run import AgentCli, Done
 
-TOOLS = ["side_effect", "pay", "echo"]
+TOOLS = ["side_effect", "pay", "echo", "ask_user"]
 TERSE = "You are terse."
 
 
@@ -87,6 +87,8 @@ def model(request: dict[str, Any]) -> fake.Completion:
         if not tools:
             return fake.tool_calls(fake.call("side_effect", {"label": "hello"}))
         return fake.text("The effect said: " + _text(tools[0]))
+    if not tools:
+        return fake.tool_calls(fake.call("ask_user", {"question": "Anything else?"}))
     return fake.text("Welcome." if terse else "You are welcome.")
 
 
@@ -143,7 +145,11 @@ async def _record(agents: AgentClient, prefix: str, queue: str) -> dict[str, str
     assert request is not None
     await chat.approve(request.call_id, digest=request.args_digest, by="ann")
     assert (await turn.result()).answer == "The effect said: did hello"
-    assert (await chat.send("Thanks")).answer == "You are welcome."
+    turn = await chat.send_nowait("Thanks")
+    request = await chat.next_request()
+    assert request is not None
+    await chat.reply(request.call_id, "no", by="ann")
+    assert (await turn.result()).answer == "You are welcome."
     await chat.end()
     await agents.client.get_workflow_handle(ids["chat"]).result()
     return ids
@@ -213,7 +219,10 @@ async def test_recorded_runs_rerun_against_a_new_prompt_run_no_tool_and_are_save
     assert chat["recorded_answers"] == ["The effect said: did hello", "You are welcome."]
     assert chat["answers"] == ["The effect said: did hello", "Welcome."]
     assert chat["people"][0].startswith("approved side_effect")
-    assert chat["new_tool_calls"] == [] and chat["steps"] == {"recorded": 1, "now": 1}
+    assert chat["people"][1].startswith("replied to ask_user") and chat["people"][1].endswith(
+        ": no"
+    )
+    assert chat["new_tool_calls"] == [] and chat["steps"] == {"recorded": 2, "now": 2}
     assert json.loads((tmp_path / "out" / "comparison.json").read_text()) == report
 
     suite = yaml.safe_load(saved.read_text())
@@ -227,6 +236,13 @@ async def test_recorded_runs_rerun_against_a_new_prompt_run_no_tool_and_are_save
     assert effect_case["people"][0] == {"action": "approve", "tool": "side_effect", "times": 1}
     chat_case = scenarios[recorded.ids["chat"]]
     assert (chat_case["prompt"], chat_case["turns"]) == ("Say hello", ["Thanks"])
+    assert [f["tool"] for f in chat_case["input"]["tool_fixtures"]] == ["side_effect"]
+    assert chat_case["people"][1] == {
+        "action": "reply",
+        "tool": "ask_user",
+        "times": 1,
+        "text": "no",
+    }
 
     suite["prices"] = {"*": {"input_per_million": 1.0, "output_per_million": 2.0}}
     saved.write_text(yaml.safe_dump(suite))  # a price, as a suite may give one
