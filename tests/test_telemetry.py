@@ -131,7 +131,8 @@ async def test_a_run_gives_genai_spans_and_metrics(
     async with AsyncExitStack() as stack:
         queue = await start(stack, temporal_env, model, tmp_path)
         handle = await temporal_env.client.start_workflow(
-            "AgentWorkflow", run_input(cost_budget=PRICED), id=f"otel-{uuid.uuid4()}",
+            "AgentWorkflow", run_input(cost_budget=PRICED, agent_name="adder", agent_version="7"),
+            id=f"otel-{uuid.uuid4()}",
             task_queue=queue, result_type=AgentResult,
         )  # fmt: skip
         await finish_with_approval(handle)
@@ -143,7 +144,7 @@ async def test_a_run_gives_genai_spans_and_metrics(
         f"chat {FAKE_MODEL}",
         "execute_tool calculator",
         "execute_tool write_file",
-        "invoke_agent AgentWorkflow",
+        "invoke_agent adder",
         "turn 1",
         "turn 2",
         "turn 3",
@@ -160,7 +161,8 @@ async def test_a_run_gives_genai_spans_and_metrics(
         assert chat.get("gen_ai.usage.cache_read.input_tokens") == 0
         assert chat.get("gen_ai.response.finish_reasons") in (["tool_calls"], ["stop"])
         assert chat.get("temporal.activity.attempt") == 1
-        assert chat.get("gen_ai.agent.name") == run.get("gen_ai.agent.name")
+        assert chat.get("gen_ai.agent.name") == "adder"
+    assert (run.get("gen_ai.agent.version"), run.get("gen_ai.request.model")) == ("7", None)
     turns = {span.name: span for span in spans if span.name.startswith("turn ")}
     assert {span.parent_span_id for span in turns.values()} == {run.span_id}
     assert {turns[f"turn {c.get('durable_agents.turn')}"].span_id for c in chats} == {
@@ -193,7 +195,7 @@ async def test_a_run_gives_genai_spans_and_metrics(
     } <= names
     decisions = [a for n, a, _ in receiver.metric_points if n.endswith("approval.decisions")]
     assert {"gen_ai.tool.name": "write_file", "durable_agents.approval.decision": "approved",
-            "gen_ai.agent.name": queue} in decisions  # fmt: skip
+            "gen_ai.agent.name": "adder"} in decisions  # fmt: skip
 
 
 async def test_replays_add_no_spans(

@@ -328,6 +328,21 @@ def _detach(token: Any) -> None:
         token.var.reset(token)
 
 
+def name_the_run(agent: str | None, version: str | None, model: str | None) -> None:
+    """Workflow code: the run's span (current) gets its agent's name, version and model, and
+    the context the rest of the run schedules its calls in carries the name (baggage)."""
+    span = trace.get_current_span()
+    if model is not None:
+        span.set_attribute(gen_ai.GEN_AI_REQUEST_MODEL, model)
+    if agent is None:
+        return
+    span.set_attribute(gen_ai.GEN_AI_AGENT_NAME, agent)
+    span.update_name(f"invoke_agent {agent}")
+    if version is not None:
+        span.set_attribute(gen_ai.GEN_AI_AGENT_VERSION, version)
+    opentelemetry.context.attach(baggage.set_baggage(AGENT_BAGGAGE, agent))  # the run's rest
+
+
 def record_approval(agent: str, tool: str, outcome: str, waited_seconds: float) -> None:
     """The approval metrics of one decision (workflow code; dropped while replaying)."""
     if _sinks is None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 
 _ON: ContextVar[bool] = ContextVar("durable_agents_telemetry", default=False)
+_AGENT: ContextVar[str | None] = ContextVar("durable_agents_telemetry_agent", default=None)
 
 
 def turn_on() -> None:
@@ -30,9 +31,21 @@ def turn_on() -> None:
 
 
 def default_agent_name() -> str:
-    """The agent a run's telemetry names (`gen_ai.agent.name`): its task queue, which names
-    the worker deployment that serves it."""
-    return workflow.info().task_queue
+    """The agent a run's telemetry names (`gen_ai.agent.name`): its input's `agent_name` once
+    `run_started` read it, else its task queue (which names the deployment that serves it)."""
+    return _AGENT.get() or workflow.info().task_queue
+
+
+def run_started(agent_name: str | None, agent_version: str | None, model: str | None) -> None:
+    """Name the run's agent (and the model it asks for) on its span, and hand the name to the
+    model and tool calls it makes from now on (their spans and metrics)."""
+    if not _ON.get() or (agent_name is None and model is None):
+        return
+    if agent_name is not None:
+        _AGENT.set(agent_name)
+    with workflow.unsafe.imports_passed_through():
+        from durable_agents.runtime import telemetry
+    telemetry.name_the_run(agent_name, agent_version, model)
 
 
 @contextmanager

@@ -93,7 +93,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.status import current_details, run_status, visible_phase
     from durable_agents.loop.stop import Limits, Stop, decide_stop
     from durable_agents.loop.summaries import shorten
-    from durable_agents.runtime.telemetry_workflow import model_priced, turn_span
+    from durable_agents.runtime.telemetry_workflow import model_priced, run_started, turn_span
     from durable_agents.workflows.callees.client_tool import record_tool_result
     from durable_agents.workflows.callees.protocol import Callee
     from durable_agents.workflows.definitions import definition_memo, run_definition, shown_tools
@@ -178,6 +178,7 @@ class AgentLoop:
         params = self._read_input(raw_input)
         self._host.check_start(params)
         self._params = params
+        run_started(params.agent_name, params.agent_version, params.model)  # (no command)
         self._gate.policy, self._gate.starter = params.approval_policy, params.starter
         self._children.starter = params.starter
         self._pad = first_scratchpad(params)
