@@ -121,9 +121,12 @@ class InstantModel:
         )
 
 
-async def run(turns: int, env: WorkflowEnvironment, workspace: Path) -> list[float]:
-    """CPU per turn of one long `AgentWorkflow` (this process: worker and workflow)."""
-    model = InstantModel(turns)
+async def run(
+    turns: int, env: WorkflowEnvironment, workspace: Path, model: InstantModel | None = None
+) -> list[float]:
+    """CPU per turn of one long `AgentWorkflow` (this process: worker and workflow), answered
+    by `model` (default: a new `InstantModel`; `bench.telemetry` passes one that also times)."""
+    model = model or InstantModel(turns)
     async with AsyncExitStack() as stack:
         queue = await serve_engine(stack, env.client, model, workspace)
         result = await env.client.execute_workflow(

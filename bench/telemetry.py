@@ -21,8 +21,6 @@ import json
 import subprocess
 import sys
 import time
-import uuid
-from contextlib import AsyncExitStack
 from pathlib import Path
 from statistics import median
 from tempfile import TemporaryDirectory
@@ -33,9 +31,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from bench.context_fit import InstantModel
-from bench.prompt_cache import serve_engine
-from durable_agents.contracts.agent_result import AgentResult
+from bench.context_fit import InstantModel, run
 from durable_agents.contracts.model_io import ModelReply, ModelRequest
 from durable_agents.runtime import telemetry
 
@@ -59,18 +55,8 @@ def gaps(marks: list[float], turns: int) -> list[float]:
 async def one_run(env: WorkflowEnvironment, turns: int, workspace: Path) -> dict[str, list[float]]:
     """Wall and CPU seconds of each turn of one run (turn n: model call n to model call n+1)."""
     model = TimedModel(turns)
-    async with AsyncExitStack() as stack:
-        queue = await serve_engine(stack, env.client, model, workspace)
-        result = await env.client.execute_workflow(
-            "AgentWorkflow",
-            {"prompt": "Add one, again and again.", "tools": ["calculator"],
-             "max_iterations": turns + 5},
-            id=f"bench-telemetry-{uuid.uuid4()}",
-            task_queue=queue,
-            result_type=AgentResult,
-        )  # fmt: skip
-    assert len(result.steps) == turns, result.stop_reason
-    return {"wall": gaps(model.wall, turns), "cpu": gaps(model.cpu, turns)}
+    cpu = await run(turns, env, workspace, model)
+    return {"wall": gaps(model.wall, turns), "cpu": cpu}
 
 
 def start_receiver() -> tuple[subprocess.Popen[str], str]:

@@ -98,7 +98,10 @@ class HeldSpanProcessor(SpanProcessor):
         self._batch.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        self._pool.submit(lambda: None).result(timeout=timeout_millis / 1000)
+        try:  # the exports already handed to the pool first
+            self._pool.submit(lambda: None).result(timeout=timeout_millis / 1000)
+        except FutureTimeout:
+            return False
         return self._batch.force_flush(timeout_millis)
 
 
