@@ -241,9 +241,11 @@ class EnvironmentSettings(BaseSettings):
     """Comma-separated signature algorithms an OIDC token may use."""
     # -- observability
     otel_enabled: bool = _env("OTEL_ENABLED", default=False)
-    """`1`/`true`: OpenTelemetry spans for workflows and activities (the `otel` extra)."""
+    """`1`/`true`: OpenTelemetry spans (GenAI conventions, exactly once per model and tool call
+    however often a run replays) and agent metrics (the `otel` extra; docs/how-to/telemetry.md)."""
     otel_exporter_otlp_endpoint: str | None = _env("OTEL_EXPORTER_OTLP_ENDPOINT", default=None)
-    """The OTLP collector for the spans. Unset: the console."""
+    """The OTLP/HTTP endpoint (collector, Jaeger, Tempo, Logfire) for the spans and metrics, with
+    the other standard `OTEL_EXPORTER_OTLP_*` variables. Unset: spans to the console."""
     log_level: str = _env("LOG_LEVEL", default="INFO")
     """The logging level, `DEBUG` to `CRITICAL`."""
     log_format: Literal["text", "json"] = _env("LOG_FORMAT", default="text")
