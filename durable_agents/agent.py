@@ -184,5 +184,6 @@ class Agent(Generic[DepsT]):
             system_prompt=self.instructions,
             tools=self.tool_names,
             model=self.model,
+            model_call=self._settings.get("model_call"),
             definition=self.defined_settings(),
         )

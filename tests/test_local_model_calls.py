@@ -28,13 +28,17 @@ from temporalio.exceptions import ApplicationError
 from durable_agents.agent import Agent
 from durable_agents.cli.commands import build_input
 from durable_agents.cli.main import build_parser
+from durable_agents.client.run_input import profile_settings
 from durable_agents.contracts.agent_input import AgentInput
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.contracts.agents import AgentProfile, ParentLink
 from durable_agents.contracts.errors import MODEL_CALL_FAILED
+from durable_agents.contracts.scratchpad import Scratchpad
 from durable_agents.runtime.event_stream import read_events
 from durable_agents.servers.http_api.bodies import StartRun
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
+from durable_agents.workflows.delegation import child_input
 from testkit.crash_tools import WorkerCluster
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness, activity_types, local_activities
@@ -180,3 +184,17 @@ def test_the_cli_and_the_http_api_take_the_setting() -> None:
         "prompt": "x",
         "model_call": "local",
     }
+
+
+def test_an_agent_profile_sets_it_for_its_runs_and_sub_agent_calls() -> None:
+    router = Agent("router", instructions="Route.", model_call="local").profile()
+    assert router.model_call == "local" and profile_settings(router)["model_call"] == "local"
+    link = ParentLink(workflow_id="w", call_key="k")
+    pad = Scratchpad(messages=[])
+    parent = AgentInput(prompt="p")
+    assert child_input(parent, pad, router, "t", link).model_call == "local"  # the agent's own
+    plain = AgentProfile(name="plain", description="d", system_prompt="s")
+    assert "model_call" not in profile_settings(plain)
+    local_parent = AgentInput(prompt="p", model_call="local")
+    assert child_input(local_parent, pad, plain, "t", link).model_call == "local"  # inherited
+    assert child_input(parent, pad, plain, "t", link).model_call == "activity"

@@ -31,8 +31,8 @@ MAX_OPTIONS_BYTES: Final = 64 * 1024
 
 def profile_settings(profile: AgentProfile) -> dict[str, Any]:
     """The run settings an agent profile names (what it is), as a run of its own: its name (the
-    label of the run's definition), instructions, tools, agents, model, turn limit, token budget
-    and answer schema."""
+    label of the run's definition), instructions, tools, agents, model, turn limit, token budget,
+    answer schema and how its model calls run."""
     settings: dict[str, Any] = {
         "agent_name": profile.name,
         "system_prompt": profile.system_prompt,
@@ -42,6 +42,7 @@ def profile_settings(profile: AgentProfile) -> dict[str, Any]:
         "max_iterations": profile.max_iterations,
         "max_total_tokens": profile.max_total_tokens,
         "output_schema": profile.output_schema,
+        "model_call": profile.model_call,
     }
     return {k: v for k, v in settings.items() if v is not None}
 

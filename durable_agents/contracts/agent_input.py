@@ -24,7 +24,7 @@ from durable_agents.contracts.client_tools import (
 from durable_agents.contracts.code_mode import CodeLimits
 from durable_agents.contracts.definition import AgentDefinition, OnNewDefinition
 from durable_agents.contracts.messages import ChatMessage
-from durable_agents.contracts.model_io import CachedConversation
+from durable_agents.contracts.model_io import CachedConversation, ModelCallKind
 from durable_agents.contracts.omitted import none_omitted
 from durable_agents.contracts.payload_limits import (
     NO_STORE_HINT,
@@ -42,7 +42,6 @@ from durable_agents.contracts.tool_fixtures import MAX_TOOL_FIXTURES, ToolFixtur
 MaxIterationsAction = Literal["stop", "final_answer", "fail"]
 ContextStrategy = Literal["drop", "summarize"]
 ContextTransfer = Literal["delta", "full"]
-ModelCallKind = Literal["activity", "local"]
 StructuredOutput = Literal["tool", "native"]
 UnknownTools = Literal["answer_with_text", "observe"]
 

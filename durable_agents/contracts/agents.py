@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.model_io import ModelCallKind
 
 CHILD_PENDING_SIGNAL = "child_pending"
 """Signal a child run sends its parent whenever its calls waiting for a person change."""
@@ -27,6 +28,11 @@ class AgentProfile(BaseModel):
     max_iterations: int = Field(default=8, ge=1, le=1000)
     max_total_tokens: int | None = Field(default=None, gt=0, le=10**12)
     output_schema: dict[str, Any] | None = None
+    model_call: ModelCallKind | None = Field(
+        default=None,
+        description="How its model calls run (`AgentSettings.model_call`); None: as the "
+        "calling run's.",
+    )
     definition: dict[str, Any] | None = Field(
         default=None,
         description="The run settings of an `Agent` defined in code (`Agent.defined_settings`): "

@@ -17,6 +17,8 @@ from durable_agents.contracts.usage import TokenUsage
 
 CALL_MODEL_ACTIVITY = "call_model"
 """Activity type of the model call (the workflow schedules it by this name)."""
+ModelCallKind = Literal["activity", "local"]
+"""How a run's model calls run (`AgentSettings.model_call`): activities, or local activities."""
 
 
 class ToolSchema(BaseModel):

@@ -106,6 +106,7 @@ def child_input(
             "mcp_servers": mcp_servers,
             "agents": profile.agents or None,
             "model": profile.model or params.model,
+            "model_call": profile.model_call or params.model_call,
             "max_iterations": profile.max_iterations,
             "max_total_tokens": tokens_left,
             "cost_budget": cost_left,
