@@ -16,9 +16,10 @@ from tests.histories.record import WORKFLOW_ID, WORKFLOW_IDS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 EXPECTED = {
-    "approval", "approval_timeout", "cancellation", "continue_as_new", "local_model", "local_tools",
-    "mcp_tool", "parallel_tools", "plan_and_execute", "plan_and_execute_step", "session",
-    "session_inline", "simple", "streamed", "sub_agent", "sub_agent_child", "search_attributes",
+    "approval", "approval_timeout", "cancellation", "continue_as_new", "definitions", "local_model",
+    "local_tools", "mcp_tool", "parallel_tools", "plan_and_execute", "plan_and_execute_step",
+    "session", "session_inline", "simple", "streamed", "sub_agent", "sub_agent_child",
+    "search_attributes",
 }  # fmt: skip
 """Each scenario of tests/histories/record.py, and the child runs it records (a sub-agent's,
 a plan step's: they replay under their own workflow ids, `WORKFLOW_IDS`)."""

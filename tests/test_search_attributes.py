@@ -31,6 +31,7 @@ from tests.hitl_support import wait_for_pending
 from tests.replaying import assert_replays
 from tests.scripted_model import ScriptedChatModel
 from tests.session_support import send_with_start
+from tests.test_replay_configurations import agent_upserts
 
 CATALOG = TEST_CATALOG.with_search_attributes()
 
@@ -160,13 +161,7 @@ async def test_without_registration_a_run_keeps_none_and_completes(
             "AgentWorkflow", {"prompt": "hi"}, id=f"sa-off-{uuid.uuid4()}", task_queue=queue
         )
         await handle.result()
-    upserts = [
-        e.upsert_workflow_search_attributes_event_attributes.search_attributes
-        for e in (await handle.fetch_history()).events
-        if e.event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES
-    ]
-    upserted = {name for u in upserts for name in u.indexed_fields}
-    assert upserted <= {"TemporalChangeVersion"}  # the SDK's, with the `agent-definition` patch
+    assert not agent_upserts(await handle.fetch_history())
 
 
 async def test_a_session_is_idle_between_turns(

@@ -257,7 +257,9 @@ async def test_a_continued_session_names_what_the_cache_holds(agent: AgentHarnes
     session = f"session-{uuid.uuid4()}"
     # (no delta signals: they would move the continue-as-new point past the last turn, leaving
     # the current run without a model call to look at)
-    settings = {"continue_as_new_after_events": 30, "agent": {"stream_deltas": False}}
+    # (50 events: the session continues-as-new after its third turn, and runs the fourth in the
+    # next run; each turn's definition check is a few events of its own, issue 37)
+    settings = {"continue_as_new_after_events": 50, "agent": {"stream_deltas": False}}
     _, handle = await send_with_start(agent.client, session, agent.task_queue, "one", settings)
     texts = ["two", "three", "four"]
     for text in texts:

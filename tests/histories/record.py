@@ -29,8 +29,10 @@ import tests.agent_test_tools  # noqa: F401  (registers the test tools)
 from durable_agents.activities.mcp_config import parse_mcp_config
 from durable_agents.activities.mcp_servers import McpServers
 from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.agent import Agent
 from durable_agents.contracts.events import TERMINAL_EVENT_TYPES
 from durable_agents.loop.plan import PLANNER_PROMPT
+from durable_agents.plugin import with_agents
 from durable_agents.runtime.event_stream import follow_events
 from durable_agents.runtime.search_attributes import ensure as ensure_search_attributes
 from durable_agents.testing import fake_openai as fake
@@ -392,6 +394,34 @@ async def search_attributes(client: Client, queue: str, model: fake.FakeOpenAISe
     return handle
 
 
+async def definitions(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A session of the agent `support` across a deploy (issue 37): worker A serves version 1,
+    whose first turn records the definition it starts with and whose second finds the same;
+    worker B then serves version 2 (another prompt, `on_new_definition: migrate_at_turn`), and
+    the third turn records its migration. On a queue of its own, the two workers one after the
+    other."""
+    model.set_handler(echo_model)
+    chat = OpenAIChatModel(api_key="sk-recording", base_url=model.base_url,
+                           default_model="fake-model-1")  # fmt: skip
+    deploys = [
+        Agent("support", instructions="You answer questions.", version="1", tools=["calculator"]),
+        Agent("support", instructions="You answer questions briefly.", version="2",
+              tools=["calculator"], on_new_definition="migrate_at_turn"),
+    ]  # fmt: skip
+    own = f"{queue}-definitions"
+    start = {"agent": deploys[0].input("x").settings().model_dump(mode="json")}
+    for deploy, texts in zip(deploys, (["hello", "again"], ["and now"]), strict=True):
+        async with AsyncExitStack() as stack:
+            catalog = with_agents(TEST_CATALOG, [deploy])
+            await started_workers(stack, client, chat, HERE / ".workspace", own, catalog=catalog)
+            for text in texts:
+                _, handle = await send_with_start(client, WORKFLOW_ID, own, text, start)
+            if deploy is deploys[-1]:
+                await handle.signal("end", {"reason": "recorded"})
+                await handle.result()
+    return client.get_workflow_handle(WORKFLOW_ID, run_id=handle.first_execution_run_id)
+
+
 SCENARIO_CATALOGS: dict[str, Catalog] = {
     "search_attributes": TEST_CATALOG.with_search_attributes(),
 }
@@ -413,6 +443,7 @@ SCENARIOS: dict[str, Scenario] = {
     "streamed": streamed,
     "search_attributes": search_attributes,
     "local_model": local_model,
+    "definitions": definitions,
 }
 
 
