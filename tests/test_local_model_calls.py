@@ -42,6 +42,7 @@ from durable_agents.workflows.delegation import child_input
 from testkit.crash_tools import WorkerCluster
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness, activity_types, local_activities
+from tests.session_support import echo_model, send_with_start
 from tests.test_cancellation import cancel_and_wait
 
 TASK_TIMEOUT = timedelta(seconds=2)
@@ -198,3 +199,13 @@ def test_an_agent_profile_sets_it_for_its_runs_and_sub_agent_calls() -> None:
     local_parent = AgentInput(prompt="p", model_call="local")
     assert child_input(local_parent, pad, plain, "t", link).model_call == "local"  # inherited
     assert child_input(parent, pad, plain, "t", link).model_call == "activity"
+
+
+async def test_a_session_turn_makes_its_model_calls_locally(agent: AgentHarness) -> None:
+    agent.fake.set_handler(echo_model)
+    session = {"agent": {"model_call": "local"}}
+    sid = f"local-session-{uuid.uuid4()}"
+    result, handle = await send_with_start(agent.client, sid, agent.task_queue, "hi", session)
+    assert result.answer == "answer to: hi"
+    assert "call_model" not in await activity_types(handle)
+    assert [kind for kind, _ in await local_activities(handle)].count("call_model") == 1
