@@ -39,14 +39,20 @@ from tests.mcp_test_servers import HttpMcpServer
 PRICED = {"max_usd": 100, "prices": {"*": {"input_per_million": 1000, "output_per_million": 2000}}}
 
 
+def install_for(receiver: OtlpReceiver, capture_content: bool = False) -> None:
+    """This process's telemetry, sending to `receiver` with the real OTLP/HTTP exporters."""
+    telemetry.install(
+        OTLPSpanExporter(endpoint=f"{receiver.endpoint}/v1/traces"),
+        OTLPMetricExporter(endpoint=f"{receiver.endpoint}/v1/metrics"),
+        capture_content=capture_content,
+    )
+
+
 @pytest.fixture(scope="module")
 def receiver() -> Iterator[OtlpReceiver]:
-    """The receiver, and this process's telemetry sending to it with the real exporters."""
+    """The receiver, and this process's telemetry sending to it."""
     found = OtlpReceiver()
-    telemetry.install(
-        OTLPSpanExporter(endpoint=f"{found.endpoint}/v1/traces"),
-        OTLPMetricExporter(endpoint=f"{found.endpoint}/v1/metrics"),
-    )
+    install_for(found)
     yield found
     telemetry.close()
     found.close()
@@ -316,3 +322,32 @@ async def test_an_http_callers_traceparent_continues_into_the_run(
         assert (await handle.result()).answer == "hello"
     run = await run_span(receiver, handle)
     assert (run.trace_id, run.parent_span_id) == (trace_id, caller_span)
+
+
+@pytest.fixture
+def capturing(receiver: OtlpReceiver) -> Iterator[None]:
+    """Telemetry with `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` on, for one test."""
+    assert telemetry.capture_content_from_env({telemetry.CAPTURE_CONTENT_ENV: "true"})
+    install_for(receiver, capture_content=True)
+    yield
+    install_for(receiver)
+
+
+async def test_tool_arguments_and_results_are_recorded_only_when_asked(
+    capturing: None, receiver: OtlpReceiver, temporal_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    model = sm.ScriptedChatModel(default_model=FAKE_MODEL)
+    model.enqueue(
+        sm.tool_calls(sm.call("calculator", {"expression": "2 + 3"}, id="c1")), sm.text("5")
+    )
+    async with AsyncExitStack() as stack:
+        queue = await start(stack, temporal_env, model, tmp_path)
+        handle = await temporal_env.client.start_workflow(
+            "AgentWorkflow", {"prompt": "add", "tools": ["calculator"]},
+            id=f"otel-content-{uuid.uuid4()}", task_queue=queue, result_type=AgentResult,
+        )  # fmt: skip
+        await handle.result()
+        run = await run_span(receiver, handle)
+    [calculator] = [s for s in of_trace(receiver, run.trace_id) if s.name.endswith("calculator")]
+    assert calculator.get("gen_ai.tool.call.arguments") == '{"expression": "2 + 3"}'
+    assert calculator.get("gen_ai.tool.call.result") == "5"

@@ -57,11 +57,14 @@ class HeldSpanProcessor(SpanProcessor):
         self._wait = wait_seconds
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="otel-export-now")
         self._healthy = True
+        self._closed = False
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         self._batch.on_start(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
+        if self._closed:  # (a provider keeps its processors: a replaced one must not hold)
+            return
         held = _held()
         if held is not None:
             held.append(span)
@@ -94,6 +97,7 @@ class HeldSpanProcessor(SpanProcessor):
                 self._batch.on_end(span)
 
     def shutdown(self) -> None:
+        self._closed = True
         self._pool.shutdown(wait=True)
         self._batch.shutdown()
 
