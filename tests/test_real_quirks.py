@@ -190,6 +190,50 @@ async def test_json_text_naming_no_offered_tool_stays_the_answer(
     assert reply.tool_calls == [] and reply.content == answer
 
 
+async def reply_to_text(server: fake.FakeOpenAIServer, text: str) -> ModelReply:
+    """What `OpenAIChatModel` makes of a plain reply whose content is `text`."""
+    server.enqueue(fake.text(text))
+    model = model_for(server, streaming=False)
+    try:
+        return await model.complete(REQUEST)
+    finally:
+        await model.close()
+
+
+SESSION_TURN_2 = '[{"name": "calculator", "arguments": {"expression": "(17 * 25)"}}]'
+"""What this model answered in the three-turn session's second turn (`make test-real`,
+2026-12-05): its call as a bare JSON list, which the server left as the text."""
+
+
+async def test_a_call_list_written_as_bare_json_text_is_calls(
+    fake_model: fake.FakeOpenAIServer,
+) -> None:
+    reply = await reply_to_text(fake_model, SESSION_TURN_2)
+    assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
+        ("calculator", {"expression": "(17 * 25)"})
+    ]
+    assert reply.content is None and reply.finish_reason == "tool_calls"
+
+    two = json.dumps([{"name": "calculator", "arguments": {"expression": e}} for e in "12"])
+    reply = await reply_to_text(fake_model, two)
+    assert [json.loads(c.arguments)["expression"] for c in reply.tool_calls] == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "[]",
+        '[{"name": "calculator", "arguments": {"expression": "1"}}, 42]',
+        '[{"name": "Ada", "arguments": {"age": 36}}]',
+    ],
+)
+async def test_a_json_list_that_is_not_all_offered_calls_stays_the_answer(
+    fake_model: fake.FakeOpenAIServer, answer: str
+) -> None:
+    reply = await reply_to_text(fake_model, answer)
+    assert reply.tool_calls == [] and reply.content == answer
+
+
 # --- the quirks other servers show (edits of the recordings) ------------------------------------
 
 

@@ -115,6 +115,19 @@ def parse_call(text: str) -> ToolCall | None:
     return ToolCall(id=f"call_{secrets.token_hex(12)}", name=data["name"], arguments=arguments)
 
 
+def parse_bare_calls(text: str) -> list[ToolCall]:
+    """The calls a whole text written as bare JSON holds: one `{"name", "arguments"}` object,
+    or a non-empty list of nothing but such objects (the session journey's model wrote
+    `[{"name": "calculator", ...}]`); else none."""
+    try:
+        data = json.loads(text.strip())
+    except json.JSONDecodeError:
+        return []
+    items = data if isinstance(data, list) else [data]
+    calls = [parse_call(json.dumps(item)) if isinstance(item, dict) else None for item in items]
+    return [c for c in calls if c is not None] if calls and None not in calls else []
+
+
 def read_prompted_calls(content: str | None) -> tuple[str | None, list[ToolCall]]:
     """(the text left once the call blocks are taken out, or None; the calls, in order)."""
     if not content:
@@ -154,13 +167,13 @@ def with_calls_written_as_text(reply: ModelReply, offered: Collection[str]) -> M
     A small model served with a template that asks for fenced JSON blocks (`make real-model`)
     now and then writes the call as bare JSON, which the server's tool-call parser leaves in
     `content`. Taken as calls only when nothing else is in the text (one bare
-    `{"name", "arguments"}` object, or only call blocks) and every call names an offered tool:
-    any other text, a JSON answer included, stays the answer."""
+    `{"name", "arguments"}` object, a bare JSON list of them, or only call blocks) and every
+    call names an offered tool: any other text, a JSON answer included, stays the answer."""
     if reply.tool_calls or not reply.content:
         return reply
     text, calls = read_prompted_calls(reply.content)
-    if not calls and (bare := parse_call(reply.content)) is not None:
-        text, calls = None, [bare]
+    if not calls and (bare := parse_bare_calls(reply.content)):
+        text, calls = None, bare
     if not calls or text or any(call.name not in offered for call in calls):
         return reply
     return reply.model_copy(
