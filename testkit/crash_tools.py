@@ -43,6 +43,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import RetryPolicy
 
 from durable_agents.contracts.agent_result import AgentResult
+from durable_agents.testing import fake_openai as fake
 from durable_agents.tools.catalog import REGISTRY
 from durable_agents.tools.definition import ToolContext, tool
 from testkit.eventually import eventually
@@ -388,6 +389,17 @@ class WorkerCluster:
         for worker in self.workers:
             worker.kill()
             await worker.wait(10)
+
+
+def killed_in_the_second_call(fake_model: fake.FakeOpenAIServer) -> None:
+    """The model's script for a run whose worker is killed during its second model call: a
+    `crash_effect` call (`a`), a reply the killed worker waits for in vain, the answer the next
+    worker gets ("done after the crash")."""
+    fake_model.enqueue(
+        fake.tool_calls(fake.call("crash_effect", {"label": "a"}, id="c1")),
+        fake.delay(120, fake.text("the killed worker never gets this")),
+        fake.text("done after the crash"),
+    )
 
 
 async def attempts_of(handle: WorkflowHandle[Any, Any], activity_type: str) -> list[int]:

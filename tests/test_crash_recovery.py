@@ -21,7 +21,13 @@ import pytest
 
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
-from testkit.crash_tools import WorkerCluster, attempts_of, counts, recorded
+from testkit.crash_tools import (
+    WorkerCluster,
+    attempts_of,
+    counts,
+    killed_in_the_second_call,
+    recorded,
+)
 from testkit.eventually import eventually
 from tests.conftest import activity_types
 from tests.hitl_support import wait_for_pending
@@ -30,11 +36,7 @@ from tests.hitl_support import wait_for_pending
 async def test_kill_during_a_model_call(
     cluster: WorkerCluster, fake_model: FakeOpenAIServer
 ) -> None:
-    fake_model.enqueue(
-        fake.tool_calls(fake.call("crash_effect", {"label": "a"}, id="c1")),
-        fake.delay(120, fake.text("the killed worker never gets this")),
-        fake.text("done after the crash"),
-    )
+    killed_in_the_second_call(fake_model)
     first = await cluster.start_worker()
     handle = await cluster.start_run(
         {

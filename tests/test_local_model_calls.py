@@ -39,7 +39,7 @@ from durable_agents.servers.http_api.bodies import StartRun
 from durable_agents.testing import fake_openai as fake
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.workflows.delegation import child_input
-from testkit.crash_tools import WorkerCluster
+from testkit.crash_tools import WorkerCluster, killed_in_the_second_call
 from testkit.eventually import eventually
 from tests.conftest import AgentHarness, activity_types, local_activities
 from tests.session_support import echo_model, send_with_start
@@ -147,11 +147,7 @@ async def test_a_cancel_reaches_a_running_local_model_call(agent: AgentHarness) 
 async def test_a_worker_killed_during_a_local_call_leaves_the_run_to_another(
     cluster: WorkerCluster, fake_model: FakeOpenAIServer
 ) -> None:
-    fake_model.enqueue(
-        fake.tool_calls(fake.call("crash_effect", {"label": "a"}, id="c1")),
-        fake.delay(120, fake.text("the killed worker never gets this")),
-        fake.text("done after the crash"),
-    )
+    killed_in_the_second_call(fake_model)
     first = await cluster.start_worker()
     payload = {"prompt": "local crash", "tools": ["crash_effect"], "model_call": "local"}
     handle = await start(cluster, payload, cluster.task_queue)
