@@ -195,7 +195,7 @@ async def test_ask_user_round_trip(scripted_agent: ScriptedHarness) -> None:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert scheduled == ["call_model", "call_model"]
+    assert scheduled == ["record_definition", "call_model", "call_model"]  # (its definition)
 
 
 async def test_decide_update_refuses_bad_decisions_without_history(

@@ -48,7 +48,10 @@ async def test_activities_carry_summaries_and_the_run_a_memo(
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    assert summaries == [
+    recorded, *calls = summaries
+    assert recorded[0] == "record_definition"
+    assert recorded[1].startswith('"definition started: assistant@'), recorded
+    assert calls == [
         ("call_model", '"fake-model-1 · turn 1"'),
         ("call_model", '"fake-model-1 · turn 2"'),
     ]
@@ -58,6 +61,8 @@ async def test_activities_carry_summaries_and_the_run_a_memo(
     assert memo["prompt"] == "17 shirts at 25?"
     assert memo["tools"] == ["calculator"]
     assert memo["model"] == "fake-model-1"
+    assert memo["definition"] == recorded[1].split(": ")[1].rstrip('"')
+    assert len(memo["definition_digest"]) == 64
 
 
 async def test_status_follows_every_state(scripted_agent: ScriptedHarness) -> None:
