@@ -303,8 +303,9 @@ async def test_the_trace_reaches_child_runs_and_mcp_servers(
 async def test_an_http_callers_traceparent_continues_into_the_run(
     receiver: OtlpReceiver, agent: AgentHarness
 ) -> None:
-    """`agent serve` (its client with contrib's interceptor, as `OTEL_ENABLED` connects it)
-    takes the caller's W3C `traceparent`: the run's span is a child of the caller's span."""
+    """`agent serve` takes the caller's W3C `traceparent`: FastAPI's own telemetry continues it
+    in its span of the request, and the server's client (with contrib's interceptor, as
+    `OTEL_ENABLED` connects it) carries that into the run, whose span is the request's child."""
     agent.fake.enqueue(fake.text("hello"))
     config = agent.client.config()
     config["interceptors"] = telemetry.client_interceptors()
@@ -321,7 +322,20 @@ async def test_an_http_callers_traceparent_continues_into_the_run(
         handle = agent.client.get_workflow_handle(workflow_id, result_type=AgentResult)
         assert (await handle.result()).answer == "hello"
     run = await run_span(receiver, handle)
-    assert (run.trace_id, run.parent_span_id) == (trace_id, caller_span)
+    telemetry.flush()  # FastAPI's own span of the request is batched
+
+    def between() -> list[str]:
+        """The spans from the run's up to the caller's, which must all have arrived."""
+        spans = {span.span_id: span for span in of_trace(receiver, trace_id)}
+        names, parent = [], run.parent_span_id
+        while parent != caller_span:
+            assert parent in spans, sorted(span.name for span in spans.values())
+            names.append(spans[parent].name)
+            parent = spans[parent].parent_span_id
+        return names
+
+    assert run.trace_id == trace_id
+    assert "POST /v1/runs" in await eventually(between, timeout=10, what="the request's spans")
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ What it emits (docs/how-to/telemetry.md):
 - metrics per agent and model: tokens, cost, calls, approval wait time and outcomes.
 
 Trace context crosses Temporal (client -> run -> activities and child runs) through contrib's
-`OpenTelemetryInterceptor`; the MCP SDK puts it in each request's `_meta`; the HTTP API
-continues an incoming `traceparent` (`servers/http_api`).
+`OpenTelemetryInterceptor`; the MCP SDK puts it in each request's `_meta`; `agent serve`
+continues an incoming `traceparent` (FastAPI's own telemetry, then the client's interceptor).
 
 Tool arguments and results are never recorded unless
 `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true` (the GenAI instrumentations' switch).

@@ -25,7 +25,6 @@ from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.principals import Principal
 from durable_agents.contracts.session import SessionStatus
 from durable_agents.contracts.workflow_ids import SafeId
-from durable_agents.runtime.telemetry_http import add_trace_context
 from durable_agents.servers.auth.authenticator import Authenticator
 from durable_agents.servers.auth.middleware import Authentication, caller
 from durable_agents.servers.http_api import errors
@@ -134,7 +133,6 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
         )
     app.add_middleware(SecurityHeaders, console_paths=PUBLIC_PATHS)
-    add_trace_context(app)  # a caller's traceparent goes on into its runs (OTEL_ENABLED)
 
     async def events(
         workflow_id: str,
