@@ -6,6 +6,7 @@ diff between two definitions (`loop.definition`, `loop.definition_diff`). The ru
 from __future__ import annotations
 
 from durable_agents.agent import Agent
+from durable_agents.cli.definitions import carried_definition
 from durable_agents.contracts.agent_input import AgentInput, AgentSettings
 from durable_agents.contracts.model_io import ToolSchema
 from durable_agents.loop.definition import (
@@ -145,3 +146,15 @@ def test_the_diff_names_prompt_tools_model_policy_and_settings() -> None:
     assert text[0].startswith("definitions: shop@1 (") and "tool added: refund" in text
     assert "setting max_iterations: 10 -> 3" in text
     assert diff_lines(definition_diff(a, a))[0].startswith("same definition: shop@1")
+
+
+def test_agent_diff_reads_the_definition_a_continued_run_carries() -> None:
+    """The latest run of a continue-as-new chain may have recorded nothing yet: its input
+    carries the definition (a run's `definition`, a session's `carry.definition`)."""
+    made = definition_of(SHOP, [LOOKUP])
+    dumped = made.model_dump(mode="json")
+    assert carried_definition({"prompt": "x", "definition": dumped}) == made
+    assert carried_definition({"carry": {"definition": dumped, "turns": 3}}) == made
+    assert carried_definition({"prompt": "x"}) is None
+    assert carried_definition({"carry": None}) is None
+    assert carried_definition("not an input") is None

@@ -4,9 +4,10 @@ schemas), the model and fallbacks, the approval policy and the other settings
 (docs/concepts/definitions.md).
 
 Each run's definition is read from its history, through `AgentClient` (`RunHandle.
-history_events`, every run of its continue-as-new chain): the results of its `record_definition`
-activities (`contracts.definition.DefinitionRecord`). A run goes by the last definition it
-recorded: the one it started with, or the one a session migrated to at a turn boundary. With
+history_events`: the latest run of its continue-as-new chain): the definition its input carries
+from the run before (`definition`; a session's `carry.definition`), then the results of its
+`record_definition` activities (`contracts.definition.DefinitionRecord`). A run goes by the last
+of them: the one it started with, or the one a session migrated to at a turn boundary. With
 `--json`, the diff as JSON (`loop.definition_diff.DefinitionDiff`, with the runs' ids).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import Any
 
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
@@ -56,17 +58,37 @@ def record_payloads(events: Sequence[HistoryEvent]) -> list[Payload]:
     ]
 
 
-async def definition_records(run: RunHandle) -> list[DefinitionRecord]:
-    """What a run recorded about its definition, oldest first (decoded with its client's data
-    converter: a codec's key, a payload store)."""
-    payloads = record_payloads(await run.history_events())
-    decoded = await run.client.data_converter.decode(payloads, [DefinitionRecord] * len(payloads))
-    return [record for record in decoded if isinstance(record, DefinitionRecord)]
+def carried_definition(start: Any) -> AgentDefinition | None:
+    """The definition a run's input carries from the run it continues (an `AgentWorkflow`'s
+    `definition`, a session's `carry.definition`), if any."""
+    if not isinstance(start, dict):
+        return None
+    carry = start.get("carry")
+    found = start.get("definition") or (
+        carry.get("definition") if isinstance(carry, dict) else None
+    )
+    return AgentDefinition.model_validate(found) if isinstance(found, dict) else None
+
+
+async def definitions_of(run: RunHandle) -> list[AgentDefinition]:
+    """Every definition a run went by, oldest first: the one its input carries, then each it
+    recorded (decoded with its client's data converter: a codec's key, a payload store)."""
+    events = await run.history_events()
+    converter = run.client.data_converter
+    started = events[0].workflow_execution_started_event_attributes.input.payloads if events else []
+    carried = (
+        carried_definition((await converter.decode(started[:1], [Any]))[0]) if started else None
+    )
+    payloads = record_payloads(events)
+    decoded = await converter.decode(payloads, [DefinitionRecord] * len(payloads))
+    recorded = [r.definition for r in decoded if isinstance(r, DefinitionRecord) and r.definition]
+    return [*([carried] if carried is not None else []), *recorded]
 
 
 async def run_definition(run: RunHandle) -> AgentDefinition:
-    """The definition a run goes by: the last it recorded (`CliError` when it recorded none)."""
-    taken = [r.definition for r in await definition_records(run) if r.definition is not None]
+    """The definition a run goes by: the last of `definitions_of` (`CliError` when it has
+    none)."""
+    taken = await definitions_of(run)
     if not taken:
         raise CliError(
             f"{run.id}: no definition recorded (a run started before runs recorded theirs, or "
