@@ -84,6 +84,8 @@ AGENT_BAGGAGE = gen_ai.GEN_AI_AGENT_NAME
 FLUSH_TIMEOUT_MILLIS = 5_000
 """How long `flush` waits for the exporters."""
 
+AGENT_WORKFLOWS = frozenset({"AgentWorkflow", "SessionWorkflow"})
+"""The workflow types whose runs get a run span (and the turn and approval hooks)."""
 ATTEMPT = "temporal.activity.attempt"
 WORKFLOW_ID = "temporal.workflow.id"
 RUN_ID = "temporal.workflow.run_id"
@@ -380,6 +382,8 @@ class _RunSpan(WorkflowInboundInterceptor):
 
     async def execute_workflow(self, input: ExecuteWorkflowInput) -> Any:
         info = workflow.info()
+        if info.workflow_type not in AGENT_WORKFLOWS:  # an application's own, on the worker
+            return await super().execute_workflow(input)
         agent = telemetry_workflow.default_agent_name()
         attributes = {
             gen_ai.GEN_AI_OPERATION_NAME: "invoke_agent",
