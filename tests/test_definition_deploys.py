@@ -6,7 +6,8 @@ worker A stops and worker B starts, serving version 2 (another prompt, a `lookup
 schema; `on_new_definition` left at `keep`):
 
 - the waiting run finishes on version 1: the model is told version 1's tool schema after the
-  approval, and its history holds one record, the definition it started with;
+  approval, and its history holds the definition it started with and, as it ends, that it kept
+  it while the worker had version 2;
 - the session's next turn keeps version 1 and records `kept` (the worker's digest and label);
 - worker C (version 3, `on_new_definition: migrate_at_turn`) replaces B: the session's next turn
   migrates, records `migrated` from version 1's digest to version 3's, and the model is told
@@ -175,7 +176,8 @@ async def test_runs_waiting_across_deploys_keep_then_migrate_and_replay(
         assert told(model.last_request)[0] == PROMPTS["3"]
         assert set(told(model.last_request)[1]) == {"order", "detail"}
 
-    assert [r.outcome for r in await records(client, run)] == ["started"]
+    run_records = [(r.outcome, r.label, r.previous) for r in await records(client, run)]
+    assert run_records == [("started", "support@1", None), ("kept", "support@2", v1_digest)]
     session_records = await records(client, session)
     assert [(r.outcome, r.turn, r.label) for r in session_records] == [
         ("started", None, "support@1"),

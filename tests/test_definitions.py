@@ -11,6 +11,7 @@ from durable_agents.contracts.agent_input import AgentInput, AgentSettings
 from durable_agents.contracts.model_io import ToolSchema
 from durable_agents.loop.definition import (
     definition_of,
+    end_record,
     pinned_tools,
     settings_of,
     turn_record,
@@ -158,3 +159,15 @@ def test_agent_diff_reads_the_definition_a_continued_run_carries() -> None:
     assert carried_definition({"prompt": "x"}) is None
     assert carried_definition({"carry": None}) is None
     assert carried_definition("not an input") is None
+
+
+def test_a_one_shot_run_keeps_its_definition_to_its_end() -> None:
+    running = definition_of(SHOP, [LOOKUP])
+    assert end_record(running, running).outcome == "same"
+    newer = definition_of(
+        SHOP.model_copy(update={"agent_version": "2", "on_new_definition": "migrate_at_turn"}), []
+    )
+    kept = end_record(running, newer)
+    assert (kept.outcome, kept.previous, kept.label, kept.definition) == (
+        "kept", running.digest, "shop@2", None,
+    )  # fmt: skip

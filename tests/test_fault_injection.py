@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 
 from durable_agents.contracts.agent_result import AgentResult
@@ -205,9 +205,9 @@ CASES: dict[str, Case] = {
 }
 
 
-async def model_attempts(handle: WorkflowHandle[Any, Any]) -> list[int]:
-    """The attempt number Temporal recorded for each finished `call_model` activity."""
-    history = await handle.fetch_history()
+def model_call_starts(history: WorkflowHistory) -> list[Any]:
+    """The `ActivityTaskStarted` attributes of each finished `call_model` activity (not the
+    run's other activities: its definition record, issue 37)."""
     model_calls = {
         e.event_id
         for e in history.events
@@ -215,22 +215,22 @@ async def model_attempts(handle: WorkflowHandle[Any, Any]) -> list[int]:
         and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     }
     return [
-        e.activity_task_started_event_attributes.attempt
+        e.activity_task_started_event_attributes
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
         and e.activity_task_started_event_attributes.scheduled_event_id in model_calls
     ]
 
 
+async def model_attempts(handle: WorkflowHandle[Any, Any]) -> list[int]:
+    """The attempt number Temporal recorded for each finished `call_model` activity."""
+    return [started.attempt for started in model_call_starts(await handle.fetch_history())]
+
+
 async def asked_retry_delay(handle: WorkflowHandle[Any, Any]) -> timedelta | None:
     """The `next_retry_delay` that the failure before the last `call_model` attempt handed to
     Temporal (from the provider's Retry-After / retry-after-ms), as recorded in history."""
-    history = await handle.fetch_history()
-    [last_attempt] = [
-        e.activity_task_started_event_attributes
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
-    ]
+    [last_attempt] = model_call_starts(await handle.fetch_history())
     assert last_attempt.attempt > 1 and last_attempt.HasField("last_failure")
     info = last_attempt.last_failure.application_failure_info
     if not info.HasField("next_retry_delay"):

@@ -7,7 +7,8 @@ boundary: pure functions, no Temporal, no I/O (docs/concepts/definitions.md).
   the name, the version and the digest itself.
 - `worker_settings`: the settings the worker's current definition of the run's agent gives it.
 - `turn_record`: at a session's turn boundary, whether the run keeps its definition or migrates
-  to the worker's (`on_new_definition` of the worker's definition), as the history records it.
+  to the worker's (`on_new_definition` of the worker's definition), as the history records it;
+  `end_record`: as a one-shot run that waited for a person ends, the worker's then (kept).
 - `pinned_tools`: the tool schemas a run that keeps its definition shows the model.
 """
 
@@ -121,11 +122,16 @@ def started_record(definition: AgentDefinition) -> DefinitionRecord:
     )
 
 
+def same_definition(running: AgentDefinition, worker: AgentDefinition) -> bool:
+    """Whether two definitions are one: the same digest and the same label."""
+    return (running.digest, running.label) == (worker.digest, worker.label)
+
+
 def turn_record(running: AgentDefinition, worker: AgentDefinition, turn: int) -> DefinitionRecord:
     """At the boundary before `turn`: the worker's definition is the `same` as the one the run
     goes by (digest and label), or it differs and the run migrates to it where the worker's
     definition says `on_new_definition: migrate_at_turn`, else keeps its own."""
-    same = (running.digest, running.label) == (worker.digest, worker.label)
+    same = same_definition(running, worker)
     migrate = not same and worker.on_new_definition == "migrate_at_turn"
     return DefinitionRecord(
         outcome="same" if same else "migrated" if migrate else "kept",
@@ -134,6 +140,17 @@ def turn_record(running: AgentDefinition, worker: AgentDefinition, turn: int) ->
         current=worker.digest,
         label=worker.label,
         definition=worker if migrate else None,
+    )
+
+
+def end_record(running: AgentDefinition, worker: AgentDefinition) -> DefinitionRecord:
+    """As a one-shot run ends: the worker's definition is the `same`, or it differs and the run
+    `kept` its own to the end (a one-shot run is one turn: it has no boundary to migrate at)."""
+    return DefinitionRecord(
+        outcome="same" if same_definition(running, worker) else "kept",
+        previous=running.digest,
+        current=worker.digest,
+        label=worker.label,
     )
 
 

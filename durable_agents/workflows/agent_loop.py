@@ -96,7 +96,12 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.runtime.telemetry_workflow import model_priced, run_started, turn_span
     from durable_agents.workflows.callees.client_tool import record_tool_result
     from durable_agents.workflows.callees.protocol import Callee
-    from durable_agents.workflows.definitions import definition_memo, run_definition, shown_tools
+    from durable_agents.workflows.definitions import (
+        definition_at_end,
+        definition_memo,
+        run_definition,
+        shown_tools,
+    )
     from durable_agents.workflows.delegation import ChildRequests
     from durable_agents.workflows.human_gate import HumanGate
     from durable_agents.workflows.loop_host import LoopHost, TurnOutgrewSession
@@ -164,6 +169,7 @@ class AgentLoop:
             # (a worker evicting the run closes it with GeneratorExit: that is not an ending)
             await self._report_ending(params, error)
             raise
+        await definition_at_end(self._params or params, result)
         self._events.emit(RunFinished, stop_reason=result.stop_reason, answer=result.answer)
         await self._report(params, result=result)
         if params.session is not None:

@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from durable_agents.contracts.agent_input import AgentInput, AgentSettings
+    from durable_agents.contracts.agent_result import AgentResult
     from durable_agents.contracts.definition import (
         RECORD_DEFINITION_ACTIVITY,
         AgentDefinition,
@@ -27,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.contracts.model_io import ToolSchema
     from durable_agents.loop.definition import (
         definition_of,
+        end_record,
         pinned_tools,
         settings_of,
         started_record,
@@ -102,6 +104,16 @@ async def definition_at_turn(
         workflow.logger.info("turn %d: keeping the definition; the worker has %s", turn,
                              recorded.label)  # fmt: skip
     return settings, recorded.definition or running
+
+
+async def definition_at_end(params: AgentInput, result: AgentResult) -> None:
+    """A one-shot run that waited for a person (the wait a deploy comes and goes in) records, as
+    it ends, the worker's definition then, and that it kept its own (`end_record`). A session's
+    turn does not: its session records at the next turn boundary."""
+    waited = any(step.human is not None for step in result.steps)
+    if params.definition is None or params.session is not None or not waited:
+        return
+    await record(end_record(params.definition, worker_definition(params)))
 
 
 def shown_tools(offered: list[ToolSchema], params: AgentInput) -> list[ToolSchema]:
