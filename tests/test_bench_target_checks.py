@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bench import replay
 from bench.report import Row, replay_cell
-from bench.stream import one_subscription_per_run, queries_served
+from bench.stream import one_subscription_per_run, per_turn, queries_served
 from scripts.docs.benchmarks import unmeasured_fan_out
 from tests.test_replay_configurations import HISTORIES, committed_history
 
@@ -30,6 +30,15 @@ def test_nothing_counted_is_not_a_pass() -> None:
     assert not one_subscription_per_run(0.0, 0.0)
     assert not one_subscription_per_run(0.0, 5.2)
     assert not one_subscription_per_run(5.2, 0.0)
+
+
+def test_a_server_whose_count_is_not_read_gets_no_verdict() -> None:
+    """A Temporal server the bench did not start (`bench_stack(server_address=...)`): its
+    metrics are not read, so the fan-out has no verdict instead of a crash or a pass."""
+    assert per_turn(None, 12, 6) is None and per_turn(3, None, 6) is None
+    assert per_turn(3, 45, 6) == 7.0
+    assert one_subscription_per_run(None, 5.2) is None
+    assert one_subscription_per_run(5.1, None) is None
 
 
 def test_shared_subscription_passes_and_one_per_client_fails() -> None:
