@@ -76,6 +76,9 @@ VOLATILE = [
     # a definition's digest (any change to a tool's schema or a setting's default changes it)
     (re.compile(r"@[0-9a-f]{12}\b"), "@<digest>"),
     (re.compile(r"\([0-9a-f]{12}\)"), "(<digest>)"),
+    # a definition's digest (any change to a tool's schema or a setting's default changes it)
+    (re.compile(r"@[0-9a-f]{12}\b"), "@<digest>"),
+    (re.compile(r"\([0-9a-f]{12}\)"), "(<digest>)"),
     # the MCP and A2A gateways' progress lines: a turn's line shows when a look (every 300 ms)
     # catches the turn, so the numbering of the MCP notifications after it shifts too
     (re.compile(r"^  (progress \d+: |TASK_STATE_WORKING +)turn \d+.*\n", re.MULTILINE), ""),
@@ -715,6 +718,22 @@ async def definitions_diff(here: Stage) -> str:
         await here.sh("agent diff defs-1 defs-2"),
         await here.sh(
             "temporal workflow list --query 'AgentDefinition STARTS_WITH \"researcher@\"'"
+        ),
+    ]
+    return "\n".join(shown)
+
+
+@recipe("definitions-diff")
+async def definitions_diff(here: Stage) -> str:
+    """Two runs of different agents (the default one with the calculator, the `researcher`
+    profile), what differs between their definitions, and the runs listed by label."""
+    await here.sh("agent run 'What is 17 * 25?' --tool calculator --id defs-1")
+    await here.sh("agent run 'What is 17 * 25?' --agent researcher --id defs-2")
+    shown = [
+        await here.sh("agent diff defs-1 defs-2"),
+        await here.sh(
+            "temporal workflow list --query "
+            '\'AgentDefinition STARTS_WITH "researcher@" AND WorkflowId STARTS_WITH "defs-"\''
         ),
     ]
     return "\n".join(shown)
