@@ -76,9 +76,6 @@ VOLATILE = [
     # a definition's digest (any change to a tool's schema or a setting's default changes it)
     (re.compile(r"@[0-9a-f]{12}\b"), "@<digest>"),
     (re.compile(r"\([0-9a-f]{12}\)"), "(<digest>)"),
-    # a definition's digest (any change to a tool's schema or a setting's default changes it)
-    (re.compile(r"@[0-9a-f]{12}\b"), "@<digest>"),
-    (re.compile(r"\([0-9a-f]{12}\)"), "(<digest>)"),
     # the MCP and A2A gateways' progress lines: a turn's line shows when a look (every 300 ms)
     # catches the turn, so the numbering of the MCP notifications after it shifts too
     (re.compile(r"^  (progress \d+: |TASK_STATE_WORKING +)turn \d+.*\n", re.MULTILINE), ""),
@@ -706,21 +703,6 @@ async def a2a_session(here: Stage) -> str:
         f"python {ROOT / script} --url http://127.0.0.1:{here.a2a_port}/",
         shown=f"python {script}",
     )
-
-
-@recipe("definitions-diff")
-async def definitions_diff(here: Stage) -> str:
-    """Two runs of different agents (the default one with the calculator, the `researcher`
-    profile), what differs between their definitions, and the runs listed by label."""
-    await here.sh("agent run 'What is 17 * 25?' --tool calculator --id defs-1")
-    await here.sh("agent run 'What is 17 * 25?' --agent researcher --id defs-2")
-    shown = [
-        await here.sh("agent diff defs-1 defs-2"),
-        await here.sh(
-            "temporal workflow list --query 'AgentDefinition STARTS_WITH \"researcher@\"'"
-        ),
-    ]
-    return "\n".join(shown)
 
 
 @recipe("definitions-diff")
