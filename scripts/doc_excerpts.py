@@ -46,6 +46,7 @@ DOCS = [
     ROOT / "README.md",
     ROOT / "BENCHMARKS.md",
     ROOT / "RELIABILITY.md",
+    ROOT / "EVALS.md",
     *sorted((ROOT / "docs").rglob("*.md")),
 ]
 """Every Markdown file of the README, the figures' pages and the site (docs/ and its folders)."""

@@ -147,7 +147,7 @@ def test_volatile_masks_ids_clocks_and_process_numbers() -> None:
 def test_every_figures_table_matches_its_recorded_run() -> None:
     tables = [b for b in all_blocks() if b.table]
     shown_in = {str(b.path.relative_to(doc_excerpts.ROOT)) for b in tables}
-    assert {"BENCHMARKS.md", "RELIABILITY.md"} <= shown_in
+    assert {"BENCHMARKS.md", "RELIABILITY.md", "EVALS.md"} <= shown_in
     assert {b.name for b in tables} == set(benchmarks.TABLES), "a table recipe no page shows"
     texts = {name: render() for name, render in benchmarks.TABLES.items()}
     diffs = [difference(b, texts[b.name]) for b in tables]

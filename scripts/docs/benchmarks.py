@@ -492,6 +492,89 @@ def soak() -> str:
     return markdown_table(header, rows) + "\n\n" + provenance(*runs)
 
 
+# -- a real model (issue 32: `bench.real_model`, llama-server with `make real-model`'s model) ---
+
+
+def real_model_line(r: dict[str, Any]) -> str:
+    """Which model, server build and settings the real-model figures come from."""
+    return (
+        f"Model: {r['model']} (sha256 `{r['model_sha256'][:8]}…{r['model_sha256'][-5:]}`); "
+        f"server: {r['server']}, `{r['server_args']}`, template `{r['template']}`; "
+        f"each run may take {r['run_timeout_seconds']} s, each model call "
+        f"{r['model_timeout_seconds']} s."
+    )
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def eval_cell(run: dict[str, Any] | None) -> str:
+    """One eval run: met or not, tool steps, model calls, tokens in / out, wall seconds."""
+    if run is None:
+        return "–"
+    m = run["model"]
+    verdict = "**pass**" if run["passed"] else "fail"
+    return (
+        f"{verdict} · {plural(run['steps'], 'step')} · {plural(m['requests'], 'call')} · "
+        f"{m['prompt_tokens']:,} / {m['completion_tokens']:,} tok · {run['wall_seconds']:.0f} s"
+    )
+
+
+def eval_summary_row(mode: str, part: dict[str, Any]) -> list[str]:
+    """A mode's totals: completion, averages per run, wall per case, recovery."""
+    runs, s = part["runs"], part["summary"]
+    n = len(runs)
+
+    def mean(key: str) -> float:
+        return sum(r["model"][key] for r in runs) / n
+
+    walls = sorted(r["wall_seconds"] for r in runs)
+    recovery = (
+        f"{s['recovered_runs']} of {s['failure_runs']}" if s["failure_runs"] else "nothing failed"
+    )
+    return [
+        mode,
+        f"**{s['passed']} of {s['runs']}** ({percent(s['completion_rate'] or 0)})",
+        f"{sum(r['steps'] for r in runs) / n:.1f}",
+        f"{mean('requests'):.1f}",
+        f"{mean('prompt_tokens'):,.0f} / {mean('completion_tokens'):,.0f}",
+        f"{sum(walls) / n:.0f} s ({walls[0]:.0f}–{walls[-1]:.0f})",
+        recovery,
+    ]
+
+
+@table("eval-real-model")
+def eval_real_model() -> str:
+    """EVALS.md: the seed suite against the real model, ReAct and plan-and-execute."""
+    run = load("real-model-eval")
+    r = run.result
+    modes = {"ReAct": r["modes"]["react"], "plan-and-execute": r["modes"]["plan_and_execute"]}
+    totals = [eval_summary_row(name, part) for name, part in modes.items()]
+    by_case: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, part in modes.items():
+        for one in part["runs"]:
+            by_case.setdefault(one["scenario"], {})[name] = one
+    cases = [[f"`{case}`", *(eval_cell(runs.get(m)) for m in modes)] for case, runs in
+             by_case.items()]  # fmt: skip
+    header = [
+        "mode",
+        "completed as expected",
+        "avg tool steps",
+        "avg model calls",
+        "avg tokens in / out",
+        "wall per case (min–max)",
+        "recovered (runs where a tool or call failed)",
+    ]
+    return "\n\n".join(
+        [
+            markdown_table(header, totals),
+            markdown_table(["case", *modes], cases),
+            f"{real_model_line(r)} {provenance(run)}",
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.docs.benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True)
