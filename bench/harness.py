@@ -133,22 +133,33 @@ class Bench:
 
 
 @asynccontextmanager
-async def bench_stack(server_args: Sequence[str] = ()) -> AsyncIterator[Bench]:
+async def bench_stack(
+    server_args: Sequence[str] = (), server_address: str | None = None
+) -> AsyncIterator[Bench]:
     """A dev server (the suggested continue-as-new switched off, so every configuration
-    continues-as-new only by its own rules), the fake model; everything stopped on exit."""
-    metrics_port = free_port()
-    args = [
-        *("--dynamic-config-value", f"limit.historySize.suggestContinueAsNew={SUGGEST_OFF}"),
-        *("--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_OFF}"),
-        *("--metrics-port", str(metrics_port)),
-        *server_args,
-    ]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=f"{sys.prefix}/bin/temporal",
-        data_converter=pydantic_data_converter,
-        dev_server_extra_args=args,
-        dev_server_log_level="error",
-    )
+    continues-as-new only by its own rules), the fake model; everything stopped on exit.
+
+    `server_address` (`host:port`): a Temporal server already running, e.g. on cores of its own,
+    instead (its namespace `default`; `server_args` do not apply to it, and neither its CPU nor
+    its metrics are read: `Bench.metrics_port` is None)."""
+    metrics_port: int | None = None
+    if server_address is not None:
+        client = await Client.connect(server_address, data_converter=pydantic_data_converter)
+        env = WorkflowEnvironment.from_client(client)
+    else:
+        metrics_port = free_port()
+        args = [
+            *("--dynamic-config-value", f"limit.historySize.suggestContinueAsNew={SUGGEST_OFF}"),
+            *("--dynamic-config-value", f"limit.historyCount.suggestContinueAsNew={SUGGEST_OFF}"),
+            *("--metrics-port", str(metrics_port)),
+            *server_args,
+        ]
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=f"{sys.prefix}/bin/temporal",
+            data_converter=pydantic_data_converter,
+            dev_server_extra_args=args,
+            dev_server_log_level="error",
+        )
     model = spawn("bench.fake_model")
     bench = Bench(env, model, metrics_port=metrics_port)
     try:

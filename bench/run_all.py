@@ -1,7 +1,7 @@
 """Every performance target of issue 14, ours vs the naive loop, in one run (`make bench`):
 
     python -m bench.run_all [--quick] [--only 1,2,3,4,5] [--out DIR] [--tuning JSON]
-                            [--session JSON] [--server-defaults]
+                            [--session JSON] [--server-defaults] [--server-address HOST:PORT]
 
 1. per turn: wall and worker CPU of a 20-turn run (1 model call + 2 calculator calls a turn),
    medians of alternating runs (`bench.speed`);
@@ -29,6 +29,11 @@ waits for the next 50 ms tick, which pins both loops at 100 ms a turn (see BENCH
 Prints one table and writes `summary.json`, one JSON file per target and
 `history_per_turn.png` under `--out` (default `bench/results/`). `--quick`: smaller workloads
 (under 3 minutes). Exit status 1 if a target of ours fails.
+
+`--server-address HOST:PORT`: run against a Temporal server already running (namespace
+`default`), e.g. on cores of its own, instead of starting a dev server here (docs/sizing.md).
+Configure that server yourself (the transfer-queue poll rate above, the suggested
+continue-as-new off); its CPU is not measured. Target 8 still starts its own server.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,7 +90,7 @@ async def run(args: argparse.Namespace, out: Path) -> list[Row]:
     tuning: dict[str, Any] = json.loads(args.tuning)
     only = {int(t) for t in args.only.split(",")}
     rows: list[Row] = []
-    async with bench_stack([] if args.server_defaults else FAST_TRANSFER_QUEUE) as bench:
+    async with server_stack(args) as bench:
         ours_proc, ours_queue = bench.worker("ours", tuning)
         naive_proc, naive_queue = bench.worker("naive")
         sides = [Side("ours", ours_proc, ours_queue), Side("naive", naive_proc, naive_queue)]
@@ -148,6 +154,13 @@ async def run(args: argparse.Namespace, out: Path) -> list[Row]:
     return rows
 
 
+def server_stack(args: argparse.Namespace) -> AbstractAsyncContextManager[Bench]:
+    """The server and fake model the targets (all but 8) run on: a dev server started here,
+    tuned unless `--server-defaults`, or the one at `--server-address`."""
+    server_args = [] if args.server_defaults else FAST_TRANSFER_QUEUE
+    return bench_stack(server_args, server_address=args.server_address)
+
+
 async def replay_target(
     bench: Bench, sides: list[Side], out: Path, tuning: dict[str, Any]
 ) -> dict[str, Any]:
@@ -197,7 +210,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="keep the dev server's transfer-queue poll rate (20/s)",
     )
+    parser.add_argument(
+        "--server-address",
+        default=None,
+        metavar="HOST:PORT",
+        help="a Temporal server already running (e.g. on cores of its own) instead of a dev "
+        "server started here; its CPU is not measured",
+    )
     return parser.parse_args(argv)
+
+
+def server_shown(args: argparse.Namespace) -> str:
+    """What the summary says the targets ran on."""
+    if args.server_address is not None:
+        return f"external {args.server_address}"
+    return "defaults" if args.server_defaults else "transferProcessorMaxPollRPS=1000"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -215,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Python {platform.python_version()}, temporalio {temporalio.__version__}",
         "load_average_at_end": [round(v, 2) for v in load],
         "mode": "quick" if args.quick else "full",
-        "server": "defaults" if args.server_defaults else "transferProcessorMaxPollRPS=1000",
+        "server": server_shown(args),
         "tuning": json.loads(args.tuning),
         "seconds": round(seconds),
         "rows": rows_json(rows),
