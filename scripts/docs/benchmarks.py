@@ -575,6 +575,54 @@ def eval_real_model() -> str:
     )
 
 
+def cost_row(name: str, t: dict[str, Any]) -> list[str]:
+    share = "–" if t["overhead_share"] is None else f"**{percent(t['overhead_share'])}**"
+    return [
+        name,
+        f"{t['passed']} of {t['runs']}",
+        str(t["model_calls"]),
+        f"{t['model_seconds_per_call']:.1f} s",
+        f"{t['overhead_seconds_per_call'] * 1000:.0f} ms",
+        share,
+        f"{t['tokens_per_task']:,.0f} ({t['prompt_tokens']:,} / {t['completion_tokens']:,})",
+    ]
+
+
+@table("bench-real-model")
+def bench_real_model() -> str:
+    """BENCHMARKS.md: overhead per turn against the model's time, tokens per task vs naive."""
+    run = load("real-model-cost")
+    r = run.result
+    rows = [cost_row("ours (`AgentWorkflow`)", r["ours"]["totals"])]
+    rows.append(cost_row("naive loop (`bench.naive_workflow`)", r["naive"]["totals"]))
+    header = [
+        f"{len(r['cases'])} cases, one at a time",
+        "answered right",
+        "model calls",
+        "model's time per call",
+        "the rest per call (overhead)",
+        "overhead / model's time (goal < 2%)",
+        "tokens per task (in / out, all cases)",
+    ]
+    per_case = [
+        [
+            f"`{o['scenario']}`",
+            f"{o['model']['prompt_tokens'] + o['model']['completion_tokens']:,} "
+            f"({o['model']['requests']} calls)",
+            f"{n['model']['prompt_tokens'] + n['model']['completion_tokens']:,} "
+            f"({n['model']['requests']} calls)",
+        ]
+        for o, n in zip(r["ours"]["runs"], r["naive"]["runs"], strict=True)
+    ]
+    return "\n\n".join(
+        [
+            markdown_table(header, rows),
+            markdown_table(["case: tokens", "ours", "naive"], per_case),
+            f"{real_model_line(r)} {provenance(run)}",
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.docs.benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True)
