@@ -5,6 +5,8 @@ and from the server's counters. The benchmark itself runs real workers on a dev 
 
 from __future__ import annotations
 
+from typing import Any
+
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
@@ -34,38 +36,29 @@ AFTER = (
 )
 
 
+def approval_around(*middle: EventType.ValueType) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The counts of the approval and of the whole run, for a run that waited, took `middle`
+    (the approval and its workflow task), then ran one activity and ended."""
+    history = events(*WAITING, *middle, *AFTER)
+    return history_counts(after_approval(history)), history_counts(history)
+
+
 def test_a_signalled_approval_starts_at_the_signal() -> None:
-    history = events(
-        *WAITING,
-        E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
-        E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-        E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-        E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-        *AFTER,
-    )
-    counted = history_counts(after_approval(history))
-    assert counted["events"] == 11
-    assert counted["workflow_tasks"] == 2
-    assert counted["activity_tasks"] == 1
+    signal = E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED
+    counted, whole = approval_around(signal, *WAITING[1:])
+    assert (counted["events"], counted["workflow_tasks"], counted["activity_tasks"]) == (11, 2, 1)
     assert counted["by_type"]["WORKFLOW_EXECUTION_SIGNALED"] == 1
+    assert whole["events"] == 15
 
 
 def test_an_update_counts_the_workflow_task_that_accepted_it() -> None:
     """An update is recorded after the workflow task it ran in: that task is the approval's."""
-    history = events(
-        *WAITING,
-        E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
-        E.EVENT_TYPE_WORKFLOW_TASK_STARTED,
-        E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-        E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
-        E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED,
-        *AFTER,
+    accepted = E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    counted, whole = approval_around(
+        *WAITING[1:], accepted, E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED
     )
-    counted = history_counts(after_approval(history))
-    assert counted["workflow_tasks"] == 2
-    assert counted["events"] == 12
-    whole = history_counts(history)
-    assert whole["workflow_tasks"] == 3 and whole["events"] == 16
+    assert (counted["events"], counted["workflow_tasks"]) == (12, 2)
+    assert (whole["events"], whole["workflow_tasks"]) == (16, 3)
 
 
 def test_server_counters_are_summed_by_operation_and_divided_per_run() -> None:

@@ -492,6 +492,69 @@ def soak() -> str:
     return markdown_table(header, rows) + "\n\n" + provenance(*runs)
 
 
+def server_sum(counts: dict[str, float], prefix: str) -> float:
+    """The sum of the server counters whose `name/operation` starts with `prefix`."""
+    return round(sum(v for k, v in counts.items() if k.startswith(prefix)), 2)
+
+
+def approval_rows(side: dict[str, Any]) -> list[str]:
+    """One system's column of the approval-cost table (`bench.approval_cost`)."""
+    a, run, server = side["approval"], side["whole_run"], side["server_per_approval"]
+    per_run, cpu = side.get("server_per_run"), side["cpu_ms_per_approval"]
+    frontend = [
+        f"{v:g} {k.split('/')[1]}"
+        for k, v in server.items()
+        if k.startswith("service_requests/")
+        and k.split("/")[1] in ("SignalWorkflowExecution", "UpdateWorkflowExecution",
+                                "QueryWorkflow", "DescribeWorkflowExecution")
+    ]  # fmt: skip
+    return [
+        f"{a['events']}" + ("" if side["approval_same_in_every_run"] else " (runs differ)"),
+        f"{a['workflow_tasks']} / {a['activity_tasks']} / {a['local_activities_or_markers']}",
+        f"{a['search_attribute_upserts']} / {a['memo_changes']}",
+        f"{a['bytes']:,}",
+        ", ".join(frontend) or "–",
+        f"{server_sum(server, 'task_requests/Transfer'):g} / "
+        f"{server_sum(server, 'task_requests/TimerActiveTaskWorkflowTask'):g} + "
+        f"{server_sum(server, 'task_requests/TimerActiveTaskActivity'):g} / "
+        f"{server_sum(server, 'task_requests/Visibility'):g}",
+        f"{server_sum(server, 'persistence_requests/UpdateWorkflowExecution'):g} / "
+        f"{server_sum(server, 'persistence_requests/ReadHistoryBranch'):g} / "
+        f"{server_sum(server, 'visibility_persistence_requests/'):g}",
+        f"{run['events']} events, {run['bytes']:,} bytes; {run['workflow_tasks']} / "
+        f"{run['activity_tasks']} / {run['local_activities_or_markers']}; "
+        f"{run['search_attribute_upserts']} / {run['memo_changes']}",
+        "not recorded"
+        if per_run is None
+        else f"{server_sum(per_run, 'persistence_requests/UpdateWorkflowExecution'):g} / "
+        f"{server_sum(per_run, 'visibility_persistence_requests/'):g}",
+        f"{cpu['worker']} / {cpu['server']}",
+    ]
+
+
+@table("bench-approval-cost")
+def bench_approval_cost() -> str:
+    """Issue 36 part 3: what one approval costs in counts, ours against OpenAI Agents'."""
+    run = load("approval-cost")
+    systems = run.result["systems"]
+    labels = [
+        "history events from the approval to the end",
+        "workflow tasks / activity tasks / markers (local activities, patches)",
+        "search-attribute upserts / memo changes (visibility writes)",
+        "history bytes from the approval to the end",
+        "frontend requests the approval needs",
+        "server tasks: transfer / timer (workflow-task + activity timeouts) / visibility",
+        "server persistence: execution updates / history reads / visibility writes",
+        "the whole run: history; workflow / activity tasks / markers; upserts / memo changes",
+        "the whole run, server: execution updates / visibility writes",
+        "CPU ms per approval, worker / server (load-dependent)",
+    ]
+    columns = [approval_rows(side) for side in systems.values()]
+    rows = [[label, *(column[i] for column in columns)] for i, label in enumerate(labels)]
+    header = [f"per approval ({run.result['runs']} runs each)", *systems]
+    return markdown_table(header, rows) + "\n\n" + provenance(run)
+
+
 # -- a real model (issue 32: `bench.real_model`, llama-server with `make real-model`'s model) ---
 
 
@@ -573,6 +636,38 @@ def eval_real_model() -> str:
             f"{real_model_line(r)} {provenance(run)}",
         ]
     )
+
+
+@table("sizing-measured")
+def sizing_measured() -> str:
+    """docs/sizing.md: the recorded figures its arithmetic starts from (waiting runs of ours on
+    one worker: RSS, CPU per approval; `bench.run_all --quick`, targets 4 and 9)."""
+    run = load("bench-quick")
+    four = run.result["4_waiting.json"]["ours"]
+    nine = run.result["9_scale.json"]
+    rows = [
+        ["worker RSS, idle / with the runs waiting (MB)",
+         f"{four['rss_idle_mb']} / {four['rss_waiting_mb']}", f"{four['runs']} runs, all cached"],
+        ["RSS per cached waiting run (KB)", f"{four['rss_per_waiting_run_kb']}",
+         "the worker's growth over the runs"],
+        ["CPU ms per approval at 25/s, worker / server (target 4)",
+         f"{four['worker_cpu_ms_each']} / {four['server_cpu_ms_each']}",
+         f"{four['runs']} waiting, approved by the `approve` signal"],
+    ]  # fmt: skip
+    for phase in ("open_loop", "closed_loop"):
+        p = nine[phase]
+        how = "at 25/s" if phase == "open_loop" else f"with {p['in_flight']} in flight"
+        rows.append(
+            [
+                f"CPU ms per approval {how}, worker / server / client (target 9)",
+                f"{p['worker_cpu_ms_each']} / {p['server_cpu_ms_each']} / "
+                f"{p['client_cpu_ms_each']}",
+                f"{nine['waiting']} waiting ({nine['cached']} cached); "
+                f"{p['approvals_per_second']}/s achieved",
+            ]
+        )
+    header = ["measured (one worker of ours, the dev server on the same 2 cores)", "figure", "of"]
+    return markdown_table(header, rows) + "\n\n" + provenance(run)
 
 
 def cost_row(name: str, t: dict[str, Any]) -> list[str]:
