@@ -16,8 +16,7 @@ from durable_agents.cli.commands import Context
 from durable_agents.cli.errors import OK
 from durable_agents.cli.lines import LineReader
 from durable_agents.cli.progress import Answerer, Console, ProgressView, Watcher
-from durable_agents.client import SessionHandle
-from durable_agents.client.connection import WorkflowRun
+from durable_agents.client import RunHandle, SessionHandle
 from durable_agents.client.outcome import RunOutcome
 from durable_agents.contracts.session import RunningTurn, TurnResult
 
@@ -44,7 +43,7 @@ async def turn_outcome(session_id: str, answered: asyncio.Future[TurnResult]) ->
 
 
 def turn_watcher(
-    handle: WorkflowRun,
+    run: RunHandle,
     turn: RunningTurn,
     answered: asyncio.Future[TurnResult],
     view: ProgressView,
@@ -53,9 +52,9 @@ def turn_watcher(
     """Follow the turn: a child turn as a run of its own, an inline turn through its session
     (`turn_status`) until the update answers. Approvals go to `workflow_id` either way."""
     if not turn.inline:
-        return Watcher(handle, view, answerer, from_start=True)
+        return Watcher(run, view, answerer, from_start=True)
     ending = turn_outcome(turn.workflow_id, answered)
-    return Watcher(handle, view, answerer, status_query="turn_status", ending=ending)
+    return Watcher(run, view, answerer, status_query="turn_status", ending=ending)
 
 
 async def chat(args: argparse.Namespace, ctx: Context) -> int:
@@ -86,14 +85,14 @@ async def chat(args: argparse.Namespace, ctx: Context) -> int:
         turn = await running_turn(session, answered)
         view = None
         if turn is not None:
-            handle = session.turn_run(turn).workflow  # the session, or the turn's child run
+            run = session.turn_run(turn)  # the session, or the turn's child run
             view = ProgressView(console, turn.workflow_id, ctx.prefix, session_turn=turn.turn)
             answerer = (
                 None
                 if args.no_input
-                else Answerer(handle, console, reader, by=args.by, prefix=ctx.prefix)
+                else Answerer(run, console, reader, by=args.by, prefix=ctx.prefix)
             )
-            if await turn_watcher(handle, turn, answered, view, answerer).follow() is None:
+            if await turn_watcher(run, turn, answered, view, answerer).follow() is None:
                 console.line(f"detached; the session goes on: {ctx.prefix} chat {session_id}")
                 return OK
         result = await answered

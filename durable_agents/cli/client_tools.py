@@ -1,22 +1,20 @@
 """The `agent` CLI as the client of a run's client-side tools (`client_tools`): a pending call
 is printed with its arguments, and the person (or a script piping stdin) types the tool's
-result as one line of JSON, or `!` and an error message; it goes back through the
-`tool_result` update, whose refusal (a result breaking the tool's result_schema, say) is
-printed and asked again."""
+result as one line of JSON, or `!` and an error message; it goes back through
+`RunHandle.tool_result` (the `tool_result` update), whose refusal (a result breaking the tool's
+result_schema, say: `DecisionRefused`) is printed and asked again."""
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
-from temporalio.service import RPCError
-
-from durable_agents.client.connection import WorkflowRun, explain_rpc
-from durable_agents.client.workflow_calls import SEND_TIMEOUT_SECONDS, send_result
-from durable_agents.contracts.approvals import HumanDecision, PendingRequest
+from durable_agents.client.run_handle import RunHandle
+from durable_agents.client.workflow_calls import SEND_TIMEOUT_SECONDS
+from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.errors import AgentError, DecisionRefused, NoWorker
 
 ERROR_PREFIX = "!"
 """A line starting with it is the tool's error message, not its result."""
@@ -25,7 +23,7 @@ ERROR_PREFIX = "!"
 class Asker(Protocol):
     """What `answer` needs of the live view's answerer (`cli.progress.Answerer`)."""
 
-    handle: WorkflowRun
+    run: RunHandle
     by: str | None
     sending: bool
     """True while an answer is on its way (the request vanishing is then our own doing)."""
@@ -54,8 +52,6 @@ async def answer(
     asker: Asker,
     request: PendingRequest,
     say: Callable[[str], None],
-    reason: Callable[[BaseException], str],
-    send: Callable[[WorkflowRun, dict[str, Any]], Awaitable[HumanDecision]] = send_result,
 ) -> None:
     """Ask for the result of a client tool call until it is sent, skipped or stdin ends."""
     while True:
@@ -68,19 +64,19 @@ async def answer(
         if isinstance(payload, str):
             say(f"  {payload}")
             continue
-        if asker.by:
-            payload["by"] = asker.by
+        answer = {key: value for key, value in payload.items() if key != "call_id"}
         asker.sending = True
         try:
-            await send(asker.handle, payload)
-        except WorkflowUpdateFailedError as error:
-            say(f"  refused: {reason(error)}")
+            await asker.run.tool_result(request.call_id, **answer, by=asker.by)
+        except DecisionRefused as error:
+            say(f"  refused: {error.reason}")
             continue
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
-            say(f"  no worker took the result within {SEND_TIMEOUT_SECONDS:g} s")
+        except NoWorker as error:
+            taken = f"no worker took the result within {SEND_TIMEOUT_SECONDS:g} s"
+            say(f"  {taken if error.update else error}")
             return
-        except RPCError as error:
-            say(f"  {explain_rpc(error, asker.handle.id, 'not sent')}")
+        except AgentError as error:
+            say(f"  {error}")
             return
         finally:
             asker.sending = False

@@ -26,7 +26,6 @@ from durable_agents.client import AgentClient, RunHandle, render
 from durable_agents.client.connection import (
     QUERY_TIMEOUT,
     Target,
-    WorkflowRun,
     connect,
     is_running,
     status_name,
@@ -137,24 +136,24 @@ def build_input(args: argparse.Namespace, payload_store: bool = False) -> dict[s
 
 
 async def follow(
-    handle: WorkflowRun, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
+    run: RunHandle, ctx: Context, args: argparse.Namespace, *, from_start: bool = False
 ) -> int:
     """The live view until the run ends; exit code from how it ended (130 on Ctrl-C).
     `from_start`: the run was just started here, its stream is read from its first event
     (else from where it is now)."""
     console = ctx.console()
-    view = ProgressView(console, handle.id, ctx.prefix)
+    view = ProgressView(console, run.id, ctx.prefix)
     answerer = (
         None
         if args.no_input
-        else Answerer(handle, console, LineReader(), by=args.by, prefix=ctx.prefix)
+        else Answerer(run, console, LineReader(), by=args.by, prefix=ctx.prefix)
     )
-    outcome = await Watcher(handle, view, answerer, from_start=from_start).follow()
+    outcome = await Watcher(run, view, answerer, from_start=from_start).follow()
     if outcome is None:
         console.close_prompt()
         console.line(
-            f"detached from {handle.id}; the run goes on. Re-attach: "
-            f"{ctx.prefix} watch {shlex.quote(handle.id)}"
+            f"detached from {run.id}; the run goes on. Re-attach: "
+            f"{ctx.prefix} watch {shlex.quote(run.id)}"
         )
         return DETACHED
     view.outcome(outcome, show_answer=not ctx.json)
@@ -196,7 +195,7 @@ async def run(args: argparse.Namespace, ctx: Context) -> int:
         f"started {workflow_id} on task queue {ctx.target.task_queue} · "
         f"model {payload.get('model') or 'worker default'} · {tools}"
     )
-    return await follow(run.workflow, ctx, args, from_start=True)
+    return await follow(run, ctx, args, from_start=True)
 
 
 async def watch(args: argparse.Namespace, ctx: Context) -> int:
@@ -211,7 +210,7 @@ async def watch(args: argparse.Namespace, ctx: Context) -> int:
         status = await run.query_status(CLOSED_QUERY_TIMEOUT_SECONDS)
         if status is not None:
             ProgressView(console, run.id, ctx.prefix).steps(status.recent_steps)
-    return await follow(run.workflow, ctx, args)
+    return await follow(run, ctx, args)
 
 
 # -- reading -----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ answer is printed when the run ends.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from durable_agents.contracts.events import (
     AgentEvent,
@@ -29,6 +29,9 @@ from durable_agents.contracts.events import (
     TextDelta,
 )
 from durable_agents.contracts.model_io import CALL_MODEL_ACTIVITY, ModelProgress
+
+if TYPE_CHECKING:
+    from durable_agents.client.run_handle import RunHandle
 
 GAP = "…"
 """Printed where text went by between two heartbeats that the tail no longer holds."""
@@ -43,10 +46,11 @@ class LiveCall:
     progress: ModelProgress
 
 
-async def model_calls_in_flight(handle: Any) -> list[LiveCall]:
+async def model_calls_in_flight(run: RunHandle) -> list[LiveCall]:
     """The run's pending `call_model` activities whose heartbeat details are a `ModelProgress`
-    of their current attempt (details an earlier attempt left are stale, and skipped)."""
-    description = await handle.describe()
+    of their current attempt (details an earlier attempt left are stale, and skipped); the
+    description comes through `RunHandle.describe` (its typed errors)."""
+    description = await run.describe()
     calls: list[LiveCall] = []
     for pending in description.raw_description.pending_activities:
         if pending.activity_type.name != CALL_MODEL_ACTIVITY:

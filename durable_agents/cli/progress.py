@@ -8,8 +8,9 @@ as it is written (`cli/live_text.py`); any other event (a step started or finish
 for a person, the plan) makes it ask the `status` query once for the state it shows, and a
 slow status poll backs the stream up. A run without a stream (started on a worker from before
 it) is followed as before: the status query and the model call's heartbeats (`describe()`).
-Answers go back through the `decide` update (refusals come back as errors) and the `reply`
-signal. Ctrl-C only detaches: the run is durable and goes on without us.
+Answers go back through the run's `RunHandle` (`approve`, `reject`, `reply`, `tool_result`:
+the `decide` update, the `reply` signal; a refusal comes back as its typed error from
+`durable_agents.errors`). Ctrl-C only detaches: the run is durable and goes on without us.
 """
 
 from __future__ import annotations
@@ -22,13 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
-from temporalio.client import (
-    RPCTimeoutOrCancelledError,
-    WorkflowQueryFailedError,
-    WorkflowUpdateFailedError,
-    WorkflowUpdateRPCTimeoutOrCancelledError,
-)
-from temporalio.service import RPCError
+from temporalio.client import RPCTimeoutOrCancelledError
 
 from durable_agents.cli import client_tools
 from durable_agents.cli.lines import LineReader
@@ -40,21 +35,18 @@ from durable_agents.cli.live_text import (
     model_calls_in_flight,
 )
 from durable_agents.client import render
-from durable_agents.client.connection import QUERY_TIMEOUT, WorkflowRun, explain_rpc
 from durable_agents.client.outcome import RunOutcome, await_outcome
+from durable_agents.client.run_handle import RunHandle
 from durable_agents.client.stream_watch import StatusDue, StreamWatch
-from durable_agents.client.workflow_calls import (
-    DECIDE_TIMEOUT_SECONDS,
-    send_decision,
-    user_reason,
-)
+from durable_agents.client.workflow_calls import DECIDE_TIMEOUT_SECONDS
 from durable_agents.contracts.agent_result import ToolStep
 from durable_agents.contracts.agent_status import AgentStatus
-from durable_agents.contracts.approvals import PendingRequest
+from durable_agents.contracts.approvals import HumanDecision, PendingRequest
 from durable_agents.contracts.events import AgentEvent, ModelCallStarted
 from durable_agents.contracts.plan import PlanState
 from durable_agents.contracts.request_kind import RequestKind
 from durable_agents.contracts.usage import TokenUsage
+from durable_agents.errors import AgentError, DecisionRefused, NoWorker
 from durable_agents.loop.plan import checklist
 
 POLL_SECONDS = 0.3
@@ -128,18 +120,19 @@ class Asking:
 
 
 class Answerer:
-    """Asks about pending requests on stdin and sends the answers to the run."""
+    """Asks about pending requests on stdin and sends the answers to the run through its
+    `RunHandle` (its checks, its typed errors)."""
 
     def __init__(
         self,
-        handle: WorkflowRun,
+        run: RunHandle,
         console: Console,
         lines: LineReader,
         *,
         by: str | None,
         prefix: str,
     ) -> None:
-        self.handle = handle
+        self.run = run
         self.console = console
         self.lines = lines
         self.by = by
@@ -155,7 +148,7 @@ class Answerer:
         """Ask until the request is answered, skipped, or stdin ends."""
         self.lines.discard_typed_ahead()
         if request.kind is RequestKind.CLIENT_TOOL:
-            await client_tools.answer(self, request, self.console.line, user_reason)
+            await client_tools.answer(self, request, self.console.line)
         elif request.kind is RequestKind.QUESTION:
             await self._ask_question(request)
         else:
@@ -183,13 +176,11 @@ class Answerer:
             self.console.line(f"  ({why}; answer with the commands above)")
             return
         self.console.line(f"  ({why}; answer from another shell:)")
-        for command in render.answer_commands(self.prefix, self.handle.id, request):
+        for command in render.answer_commands(self.prefix, self.run.id, request):
             self.console.line(f"      {command}")
 
     async def _ask_approval(self, request: PendingRequest) -> None:
         base: dict[str, Any] = {"call_id": request.call_id, "args_digest": request.args_digest}
-        if self.by:
-            base["by"] = self.by
         while True:
             answer = await self._read(render.approval_prompt(request))
             if answer is None:
@@ -231,22 +222,33 @@ class Answerer:
             if await self._decide(payload):
                 return
 
+    async def _send(self, payload: dict[str, Any]) -> HumanDecision:
+        """`payload` (call, decision, digest, edited args, reason) through `RunHandle`."""
+        call_id = payload["call_id"]
+        if payload["decision"] == "reject":
+            return await self.run.reject(call_id, reason=payload.get("reason"), by=self.by)
+        digest, edit = payload.get("args_digest"), payload.get("args")
+        return await self.run.approve(call_id, digest=digest, edit=edit, by=self.by)
+
     async def _decide(self, payload: dict[str, Any]) -> bool:
         """Send the decision; True when asking is over (sent, or the run has ended)."""
         self.sending = True
         try:
-            decision = await send_decision(self.handle, payload)
-        except WorkflowUpdateFailedError as error:
-            self.console.line(f"  refused: {user_reason(error)}")
+            decision = await self._send(payload)
+        except DecisionRefused as error:
+            self.console.line(f"  refused: {error.reason}")
             return False
-        except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError):
+        except NoWorker as error:
+            if not error.update:
+                self.console.line(f"  {error}")
+                return True
             self.console.line(
                 f"  no worker took the decision within {DECIDE_TIMEOUT_SECONDS:g} s; "
                 "it may still apply when one does"
             )
             return True
-        except RPCError as error:
-            self.console.line(f"  {explain_rpc(error, self.handle.id, 'not sent')}")
+        except AgentError as error:
+            self.console.line(f"  {error}")
             return True
         finally:
             self.sending = False
@@ -259,13 +261,10 @@ class Answerer:
             return self._give_up(request, "stdin is closed")
         if not text.strip():
             return self._give_up(request, "skipped")
-        payload: dict[str, Any] = {"call_id": request.call_id, "text": text}
-        if self.by:
-            payload["by"] = self.by
         try:
-            await self.handle.signal("reply", payload)
-        except RPCError as error:
-            self.console.line(f"  {explain_rpc(error, self.handle.id, 'reply not sent')}")
+            await self.run.reply(request.call_id, text, by=self.by)
+        except AgentError as error:
+            self.console.line(f"  {error}")
             return
         self.console.line(f"  → replied to {request.call_id}")
 
@@ -416,7 +415,7 @@ class Watcher:
 
     def __init__(
         self,
-        handle: WorkflowRun,
+        run: RunHandle,
         view: ProgressView,
         answerer: Answerer | None,
         *,
@@ -430,7 +429,7 @@ class Watcher:
         session's inline turn is followed by the session's `turn_status` query until the turn's
         `send` update answers. `from_start`: read the stream from its first event (a run
         started here), else from its end when the view starts."""
-        self.handle = handle
+        self.run = run
         self.view = view
         self.answerer = answerer
         self.poll_seconds = poll_seconds
@@ -442,13 +441,13 @@ class Watcher:
         self._ending: asyncio.Future[RunOutcome] | None = None
         self._status_query = status_query
         self._end = ending
-        self._watch = StreamWatch(handle, from_start=from_start)
+        self._watch = StreamWatch(run.workflow, from_start=from_start)
         self._status_due = StatusDue()
 
     async def follow(self) -> RunOutcome | None:
         """The run's outcome, or None when the user detached with Ctrl-C."""
         installed = _install_sigint(self._detached.set)
-        ending = asyncio.ensure_future(self._end or await_outcome(self.handle))
+        ending = asyncio.ensure_future(self._end or await_outcome(self.run.workflow))
         self._ending = ending
         detach = asyncio.create_task(self._detached.wait())
         try:
@@ -525,14 +524,12 @@ class Watcher:
 
     async def _status(self) -> AgentStatus | None:
         try:
-            status: AgentStatus = await self.handle.query(
-                self._status_query, result_type=AgentStatus, rpc_timeout=QUERY_TIMEOUT
-            )
-        except (RPCError, WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
+            status = await self.run.query_state(self._status_query, AgentStatus)
+        except AgentError as error:
             if not self._query_trouble:
                 self._query_trouble = True
                 self.view.console.line(
-                    f"  (the status query got no answer: {getattr(error, 'message', error)}; "
+                    f"  (the status query got no answer: {error.message}; "
                     "is a worker running? still watching)"
                 )
             return None
@@ -543,8 +540,8 @@ class Watcher:
         """The model calls in flight with their progress; None when describe fails (the status
         query already says when the server cannot be reached)."""
         try:
-            return await model_calls_in_flight(self.handle)
-        except (RPCError, RPCTimeoutOrCancelledError):
+            return await model_calls_in_flight(self.run)
+        except (AgentError, RPCTimeoutOrCancelledError):
             return None
 
     def _show(self, status: AgentStatus) -> None:

@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
@@ -86,6 +86,7 @@ DIGEST_FIELD: Final = "args_digest"
 POLL_SECONDS: Final = 0.3
 UNSET: Any = object()
 """`tool_result(result=...)` not given (a `None` result is a result)."""
+QueryT = TypeVar("QueryT")
 
 
 def started_by(via: str) -> str:
@@ -236,6 +237,24 @@ class RunHandle:
     ) -> AgentStatus | None:
         """The `status` query's answer, or None when no worker answers within `timeout`."""
         return await query_status(self.workflow, timeout)
+
+    async def query_state(self, query: str, result_type: type[QueryT]) -> QueryT:
+        """The answer of the read-only query `query` (`status`; a session's `turn_status`),
+        decoded as `result_type`, without describing the run first (a live view asks a few
+        times a second): `NoWorker`, in the SDK's words, when no worker answers it;
+        `RunNotFound` or `TemporalError` when the server refuses it."""
+        await self._in_tenant()
+        try:
+            answer: QueryT = await self.workflow.query(
+                query, result_type=result_type, rpc_timeout=QUERY_TIMEOUT
+            )
+        except (WorkflowQueryFailedError, RPCTimeoutOrCancelledError) as error:
+            raise NoWorker(
+                getattr(error, "message", None) or str(error), workflow_id=self.id
+            ) from None
+        except RPCError as error:
+            raise explain_rpc(error, self.id) from None
+        return answer
 
     async def status(self) -> AgentStatus:
         """Phase, turn, usage, pending requests and recent steps; a finished run's status is
