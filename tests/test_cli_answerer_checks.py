@@ -15,8 +15,8 @@ from durable_agents.cli.lines import LineReader
 from durable_agents.cli.progress import Answerer, Console
 from durable_agents.client import RunHandle
 from durable_agents.testing import fake_openai as fake
-from tests.conftest import AgentHarness
 from testkit.eventually import eventually
+from tests.conftest import AgentHarness
 from tests.hitl_support import wait_for_pending
 
 
