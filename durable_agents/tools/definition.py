@@ -34,7 +34,9 @@ When retries are used up the failure also becomes an observation (unless `on_err
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -318,6 +320,15 @@ def _check_precheck_model(tool_name: str, precheck: Precheck, args_model: type[B
 ToolFunction = Callable[..., Awaitable[Any]]
 
 
+@functools.cache
+def _parameters_json(args_model: type[BaseModel]) -> str:
+    """`args_model`'s JSON Schema without its title, as JSON text (a fresh dict on each load, so
+    no caller can change the cached one)."""
+    parameters = args_model.model_json_schema()
+    parameters.pop("title", None)
+    return json.dumps(parameters)
+
+
 @dataclass(frozen=True)
 class Tool:
     """A registered tool: name, description, argument model, function and options."""
@@ -333,9 +344,11 @@ class Tool:
     instead of scheduling an activity, so the worker registers no activity for it."""
 
     def schema(self) -> ToolSchema:
-        """The definition sent to the model (Chat Completions `function` tool)."""
-        parameters = self.args_model.model_json_schema()
-        parameters.pop("title", None)
+        """The definition sent to the model (Chat Completions `function` tool). Workflow code
+        asks for it at every run start and session turn (the run's definition), so the JSON
+        Schema is built once per arguments model: building it in the workflow sandbox took
+        over the deadlock detector's 2 s on a loaded machine."""
+        parameters = json.loads(_parameters_json(self.args_model))
         return ToolSchema(name=self.name, description=self.description, parameters=parameters)
 
     async def invoke(self, args: BaseModel, ctx: ToolContext) -> Any:
