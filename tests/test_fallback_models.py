@@ -36,6 +36,7 @@ async def summaries(handle: WorkflowHandle[Any, Any]) -> list[str]:
         e.user_metadata.summary.data.decode().strip('"')
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "call_model"
     ]
 
 
