@@ -138,7 +138,8 @@ class StartLimits:
             if excess > 0:
                 raise LimitExceeded(
                     "runs_per_minute",
-                    f"{principal.name!r} started {len(starts)} runs in the last minute; "
+                    f"{principal.name!r} started {len(starts)} "
+                    f"{'run' if len(starts) == 1 else 'runs'} in the last minute; "
                     f"its limit is {limits.runs_per_minute} a minute",
                     refill_after(starts, excess, MINUTE, now),
                 )
