@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.cli.live_text import model_calls_in_flight
+from durable_agents.client import RunHandle
 from durable_agents.contracts.events import AgentEvent, ModelCallRetrying
 from durable_agents.contracts.model_io import ModelReply
 from durable_agents.runtime.event_stream import read_events
@@ -94,7 +95,7 @@ async def test_kill_while_a_reply_is_streaming(
     partial = PARTIAL[: 4 * (HELD_AFTER - 1)]
 
     async def mid_stream() -> bool:
-        calls = await model_calls_in_flight(handle)
+        calls = await model_calls_in_flight(RunHandle(cluster.client, handle.id))
         assert calls and calls[0].progress.tail == partial, calls
         return True
 

@@ -154,10 +154,10 @@ async def test_a_principal_past_its_limit_is_refused_on_every_start_path(
         async with mcp_as(mcp_port, tokens["bob"]) as mcp:
             ran = await mcp.call_tool("run_agent", {"prompt": "hi", "wait": False})
             assert not ran.is_error, tool_text(ran)
-            said = await mcp.call_tool(
+            sent = await mcp.call_tool(
                 "send_message", {"session_id": f"bob-mcp-{new}", "text": "hi"}
             )
-            assert not said.is_error, tool_text(said)
+            assert not sent.is_error, tool_text(sent)
 
         for streaming in (False, True):
             async with a2a_as(a2a_port, tokens["alice"], streaming=streaming) as a2a:

@@ -22,7 +22,7 @@ from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.cli.live_text import LiveCall, LiveText, StreamText, model_calls_in_flight
-from durable_agents.client import render
+from durable_agents.client import RunHandle, render
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.events import ModelCallFinished, ModelCallStarted, TextDelta
 from durable_agents.contracts.model_io import PROGRESS_TAIL_CHARS, ModelProgress, ModelReply
@@ -40,9 +40,9 @@ FIRST_PART_CHUNKS = 8  # the role chunk, then 7 pieces of 4 characters
 FIRST_PART = ANSWER[: 4 * (FIRST_PART_CHUNKS - 1)]
 
 
-async def progress_of(handle: WorkflowHandle[Any, Any]) -> ModelProgress:
+async def progress_of(run: RunHandle) -> ModelProgress:
     """The heartbeat details of the run's model call in flight, once it has streamed text."""
-    calls = await model_calls_in_flight(handle)
+    calls = await model_calls_in_flight(run)
     assert calls, "no model call with progress in flight yet"
     assert calls[-1].progress.chars > 0, calls
     return calls[-1].progress
@@ -76,7 +76,9 @@ async def test_heartbeats_carry_the_text_so_far_and_history_one_reply(
     )
     handle = await agent.start({"prompt": "Stream something"})
 
-    progress = await eventually(lambda: progress_of(handle), what="the streamed text so far")
+    progress = await eventually(
+        lambda: progress_of(RunHandle(agent.client, handle.id)), what="the streamed text so far"
+    )
     assert progress.streaming and progress.attempt == 1
     assert progress.chars == len(FIRST_PART)
     assert progress.tail == FIRST_PART[-PROGRESS_TAIL_CHARS:]
@@ -121,8 +123,12 @@ async def test_the_tool_call_being_written_shows_in_the_progress(agent: AgentHar
     )
     handle = await agent.start({"prompt": "Echo", "tools": ["echo"]})
 
-    progress = await eventually(lambda: progress_of(handle), what="the progress")
-    await eventually(lambda: tool_of(handle), what="the tool name in the progress")
+    progress = await eventually(
+        lambda: progress_of(RunHandle(agent.client, handle.id)), what="the progress"
+    )
+    await eventually(
+        lambda: tool_of(RunHandle(agent.client, handle.id)), what="the tool name in the progress"
+    )
     release.set()
     result = await handle.result()
 
@@ -131,8 +137,8 @@ async def test_the_tool_call_being_written_shows_in_the_progress(agent: AgentHar
     assert [s.observation for s in result.steps] == ["a fairly long argument to stream"]
 
 
-async def tool_of(handle: WorkflowHandle[Any, Any]) -> bool:
-    progress = await progress_of(handle)
+async def tool_of(run: RunHandle) -> bool:
+    progress = await progress_of(run)
     assert progress.tool == "echo", progress
     return True
 
@@ -205,7 +211,7 @@ async def test_a_worker_without_streaming_still_reports_progress(agent: AgentHar
     handle = await agent.start({"prompt": "Plain"})
 
     async def waiting() -> ModelProgress:
-        calls = await model_calls_in_flight(handle)
+        calls = await model_calls_in_flight(RunHandle(agent.client, handle.id))
         assert calls, "no progress yet"
         return calls[0].progress
 
