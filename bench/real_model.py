@@ -2,6 +2,7 @@
 
     python -m bench.real_model eval --base-url URL --out FILE   # seed suite, ReAct and plan
     python -m bench.real_model cost --base-url URL --out FILE   # overhead per turn; vs naive
+    python -m bench.real_model tools --base-url URL --out FILE  # native vs prompted tool calls
 
 `URL` is the base URL `make real-model` prints (llama-server with Qwen2.5-Coder-1.5B). Both
 start a Temporal dev server here (free ports; its database kept beside `FILE`, so the runs can
@@ -26,6 +27,9 @@ and llama-server's own `timings` (milliseconds spent reading the prompt and writ
   workflow's start to close, on the server), the model's time (the proxy's request durations),
   what is left (the project's overhead, the calculator's few milliseconds included) per model
   call and as a share of the model's time, and the tokens the server counted.
+- `tools`: the same ReAct cases twice, with the model's native tool calling and in prompted
+  mode (`MODEL_TOOL_CALLING=prompted`: tools described in the prompt, calls read from fenced
+  JSON or `<tool_call>` blocks), each on a fresh worker against the same model server.
 
 The result JSON goes to `--out`; `python -m scripts.docs.benchmarks record real-model-eval
 ...` keeps it under `bench/results/measured/`, where EVALS.md's and BENCHMARKS.md's tables
@@ -228,7 +232,10 @@ class Stack:
 
 
 @asynccontextmanager
-async def stack(base_url: str, root: Path) -> AsyncIterator[Stack]:
+async def stack(
+    base_url: str, root: Path, worker_settings: dict[str, str] | None = None
+) -> AsyncIterator[Stack]:
+    """The stack, `worker.py` with `worker_settings` added to its environment."""
     root.mkdir(parents=True, exist_ok=True)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=f"{sys.prefix}/bin/temporal",
@@ -242,6 +249,7 @@ async def stack(base_url: str, root: Path) -> AsyncIterator[Stack]:
             task_queue = f"agents-real-{uuid.uuid4().hex[:8]}"
             (root / "workspace").mkdir(exist_ok=True)
             worker_env = worker_process_environment(proxy.base_url, address, task_queue, root)
+            worker_env |= worker_settings or {}
             worker = await WorkerProcess.start(worker_env, root / "worker.log", ready_timeout=120)
             try:
                 yield Stack(env.client, address, task_queue, proxy, root)
@@ -447,15 +455,36 @@ async def measure_cost(base_url: str, root: Path) -> dict[str, Any]:
     return {**result, "target_share": 0.02, "passed": share is not None and share < 0.02}
 
 
+TOOL_CALLING_MODES = ("native", "prompted")
+"""`MODEL_TOOL_CALLING`'s values (`runtime/settings.py`), in the order `tools` runs them."""
+
+
+async def measure_tool_calling(base_url: str, root: Path) -> dict[str, Any]:
+    """The multi-step suite's ReAct cases with the model's own tool calling (`native`), then
+    the same cases with the tools described in the prompt and the calls read from the reply's
+    text (`MODEL_TOOL_CALLING=prompted`, `activities/prompted_tools.py`): a fresh stack each,
+    the same model server, one case at a time."""
+    suite_file = real_model_suite(MULTI_STEP_SUITE, root / "multi-step.yaml", {})
+    modes: dict[str, Any] = {}
+    for mode in TOOL_CALLING_MODES:
+        async with stack(base_url, root / mode, {"MODEL_TOOL_CALLING": mode}) as here:
+            part = await eval_mode(here, mode, suite_file, "--tag", "react")
+        modes[mode] = {"totals": overhead(part["runs"]), **part}
+    return {**provenance(), "modes": modes, "passed": True}
+
+
+MEASURES = {"eval": measure_eval, "cost": measure_cost, "tools": measure_tool_calling}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.real_model", description=__doc__)
-    parser.add_argument("part", choices=["eval", "cost"])
+    parser.add_argument("part", choices=list(MEASURES))
     parser.add_argument("--base-url", required=True, help="the model server (make real-model)")
     parser.add_argument("--out", type=Path, required=True, help="the result JSON")
     args = parser.parse_args(argv)
     root = args.out.with_suffix("")
     root.mkdir(parents=True, exist_ok=True)
-    measure = measure_eval if args.part == "eval" else measure_cost
+    measure = MEASURES[args.part]
     result = asyncio.run(measure(args.base_url, root))
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("modes", "ours", "naive")}))

@@ -607,12 +607,9 @@ def eval_summary_row(mode: str, part: dict[str, Any]) -> list[str]:
     ]
 
 
-@table("eval-real-model")
-def eval_real_model() -> str:
-    """EVALS.md: the seed suite against the real model, ReAct and plan-and-execute."""
-    run = load("real-model-eval")
-    r = run.result
-    modes = {"ReAct": r["modes"]["react"], "plan-and-execute": r["modes"]["plan_and_execute"]}
+def eval_modes_table(run: MeasuredRun, modes: dict[str, dict[str, Any]], kind: str) -> str:
+    """An eval measured in several `modes` (`kind`: what differs between them): a row of
+    totals per mode, a row per case with each mode's run, and the model and run lines."""
     totals = [eval_summary_row(name, part) for name, part in modes.items()]
     by_case: dict[str, dict[str, dict[str, Any]]] = {}
     for name, part in modes.items():
@@ -621,7 +618,7 @@ def eval_real_model() -> str:
     cases = [[f"`{case}`", *(eval_cell(runs.get(m)) for m in modes)] for case, runs in
              by_case.items()]  # fmt: skip
     header = [
-        "mode",
+        kind,
         "completed as expected",
         "avg tool steps",
         "avg model calls",
@@ -633,9 +630,18 @@ def eval_real_model() -> str:
         [
             markdown_table(header, totals),
             markdown_table(["case", *modes], cases),
-            f"{real_model_line(r)} {provenance(run)}",
+            f"{real_model_line(run.result)} {provenance(run)}",
         ]
     )
+
+
+@table("eval-real-model")
+def eval_real_model() -> str:
+    """EVALS.md: the seed suite against the real model, ReAct and plan-and-execute."""
+    run = load("real-model-eval")
+    r = run.result["modes"]
+    modes = {"ReAct": r["react"], "plan-and-execute": r["plan_and_execute"]}
+    return eval_modes_table(run, modes, "mode")
 
 
 @table("sizing-measured")
