@@ -3,6 +3,7 @@
     python -m bench.real_model eval --base-url URL --out FILE   # seed suite, ReAct and plan
     python -m bench.real_model cost --base-url URL --out FILE   # overhead per turn; vs naive
     python -m bench.real_model tools --base-url URL --out FILE  # native vs prompted tool calls
+    python -m bench.real_model from-runs --base-url URL --out FILE   # evals from recorded runs
 
 `URL` is the base URL `make real-model` prints (llama-server with Qwen2.5-Coder-1.5B). Both
 start a Temporal dev server here (free ports; its database kept beside `FILE`, so the runs can
@@ -30,6 +31,9 @@ and llama-server's own `timings` (milliseconds spent reading the prompt and writ
 - `tools`: the same ReAct cases twice, with the model's native tool calling and in prompted
   mode (`MODEL_TOOL_CALLING=prompted`: tools described in the prompt, calls read from fenced
   JSON or `<tool_call>` blocks), each on a fresh worker against the same model server.
+- `from-runs`: two runs made with `agent run` (a calculation; a write `ann` approves), then
+  `agent eval --from-runs` reruns them with another system prompt on the same model, the
+  recorded tool outputs replayed as fixtures.
 
 The result JSON goes to `--out`; `python -m scripts.docs.benchmarks record real-model-eval
 ...` keeps it under `bench/results/measured/`, where EVALS.md's and BENCHMARKS.md's tables
@@ -455,6 +459,66 @@ async def measure_cost(base_url: str, root: Path) -> dict[str, Any]:
     return {**result, "target_share": 0.02, "passed": share is not None and share < 0.02}
 
 
+FROM_RUNS_PROMPTS = {
+    "real-run-multiply": ("What is 17 * 25? Use the calculator.", ["--tool", "calculator"]),
+    "real-run-write": (
+        "Write the word hello to the file real-notes.txt.",
+        ["--tool", "write_file", "--by", "ann"],
+    ),
+}
+"""`from-runs`: the runs recorded first (`agent run`, the write approved by `ann` on stdin)."""
+FROM_RUNS_PROMPT = "Be terse. Double-check every calculation with the calculator."
+"""`from-runs`: the new definition the recorded runs are rerun against."""
+
+
+async def agent_cli(here: Stack, *args: str, stdin: str = "") -> tuple[int, str]:
+    """`agent ARGS` against the stack (its exit code and everything it printed)."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "durable_agents.cli.main",
+        *("--address", here.address, "--task-queue", here.task_queue),
+        *args,
+        cwd=here.root,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(stdin.encode()), EVAL_DEADLINE_SECONDS)
+    assert process.returncode is not None
+    return process.returncode, out.decode()
+
+
+async def measure_from_runs(base_url: str, root: Path) -> dict[str, Any]:
+    """Issue 37 with the real model: runs recorded by `agent run`, then rebuilt into cases by
+    `agent eval --from-runs` and rerun against a new system prompt on the same model, the
+    recorded tool outputs replayed (`real-notes.txt` is written once, by the recording)."""
+    async with stack(base_url, root) as here:
+        recorded = {}
+        for workflow_id, (prompt, flags) in FROM_RUNS_PROMPTS.items():
+            code, printed = await agent_cli(
+                here, "run", prompt, "--id", workflow_id, *flags, stdin="y\n"
+            )
+            recorded[workflow_id] = {"exit_code": code, "printed": printed[-2000:]}
+        ids = ",".join(FROM_RUNS_PROMPTS)
+        args = ["eval", "--from-runs", ids, "--system-prompt", FROM_RUNS_PROMPT]
+        args += ["--concurrency", "1", "--out", str(root / "from-runs")]
+        code, printed = await agent_cli(here, *args)
+        notes = root / "workspace" / "real-notes.txt"
+        written = notes.read_text() if notes.exists() else None
+    report = json.loads((root / "from-runs" / "comparison.json").read_text())
+    return {
+        **provenance(),
+        "recorded": recorded,
+        "command": "agent " + " ".join(args[:-2]),
+        "exit_code": code,
+        "printed": printed,
+        "report": report,
+        "file_after_rerun": written,
+        "passed": code == 0,
+    }
+
+
 TOOL_CALLING_MODES = ("native", "prompted")
 """`MODEL_TOOL_CALLING`'s values (`runtime/settings.py`), in the order `tools` runs them."""
 
@@ -473,7 +537,12 @@ async def measure_tool_calling(base_url: str, root: Path) -> dict[str, Any]:
     return {**provenance(), "modes": modes, "passed": True}
 
 
-MEASURES = {"eval": measure_eval, "cost": measure_cost, "tools": measure_tool_calling}
+MEASURES = {
+    "eval": measure_eval,
+    "cost": measure_cost,
+    "tools": measure_tool_calling,
+    "from-runs": measure_from_runs,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
