@@ -101,6 +101,17 @@ def line(row: dict[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def table(results: Sequence[dict[str, Any]]) -> str:
+    """The levers' Markdown table, one `line` a lever (printed by the run, and rendered in
+    BENCHMARKS.md from its recorded `levers.json`)."""
+    head = "| lever | wall ms/turn (lever vs baseline) | ratio | CPU ms/turn | ratio | spread |"
+    runs = next((row["throughput"]["runs"] for row in results if "throughput" in row), None)
+    if runs is not None:
+        head += f" {runs} x 3-turn runs |"
+    rule = "|" + " --- |" * (head.count("|") - 1)
+    return "\n".join([head, rule, *(line(row) for row in results)])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.levers", description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
@@ -130,15 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = asyncio.run(go())
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "levers.json").write_text(json.dumps(results, indent=1) + "\n")
-    head = "| lever | wall ms/turn (lever vs baseline) | ratio | CPU ms/turn | ratio | spread |"
-    if args.throughput:
-        head += f" {args.throughput} x 3-turn runs |"
-    print("\n" + head)
-    print(
-        "|" + " --- |" * head.count("|")[:-1] if False else "|" + " --- |" * (head.count("|") - 1)
-    )
-    for row in results:
-        print(line(row))
+    print("\n" + table(results))
     sys.stdout.flush()
     os._exit(0)
 
