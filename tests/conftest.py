@@ -26,6 +26,7 @@ from durable_agents.activities.openai_model import OpenAIChatModel
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.definition import RECORD_DEFINITION_ACTIVITY
 from durable_agents.contracts.policy import WorkerPolicy
+from durable_agents.runtime.decision_key import DECISION_KEY_ENV, DECISION_KEY_FILE_ENV
 from durable_agents.runtime.workers import WorkerTuning, build_workers
 from durable_agents.testing.fake_openai import FakeOpenAIServer
 from durable_agents.tools.catalog import Catalog
@@ -52,6 +53,17 @@ DEV_SERVER_ARGS = ["--dynamic-config-value", 'history.timerProcessorMaxTimeShift
 """The server's timer queue fires durable timers (retry backoffs, timeouts) up to its max time
 shift late, 1 s by default: a 0.1 s retry took 1 s. At 50 ms, retries and timeouts take about
 what their policies say, so tests of short retries are not padded by a second each."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def decision_key_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The decision key file every server, worker and `agent` subprocess of the session shares
+    (made on first use), never the user's own (`runtime.decision_key`)."""
+    path = tmp_path_factory.mktemp("decision-key") / "decision-key"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(DECISION_KEY_FILE_ENV, str(path))
+        patch.delenv(DECISION_KEY_ENV, raising=False)
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -37,6 +37,7 @@ from durable_agents.client.connection import (
     run_tenant,
     status_name,
 )
+from durable_agents.client.maker_signing import signed_payload
 from durable_agents.client.outcome import RunOutcome, await_outcome
 from durable_agents.client.workflow_calls import (
     CLIENT_ASKED_TYPES,
@@ -383,12 +384,13 @@ class RunHandle:
             workflow_id=self.id,
         )
 
-    def signed(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """`payload` signed by this handle's `maker`: its name as `by` and the maker itself,
-        which the workflow records (`HumanDecision.maker`)."""
+    def signed(self, payload: dict[str, Any], message: str) -> dict[str, Any]:
+        """`payload` of message `message` signed by this handle's `maker`: its name as `by`
+        and the maker itself with its signature for this run (`client.maker_signing`), which
+        the workflow checks and records (`HumanDecision.maker`)."""
         if self.maker is None:
             return payload
-        return {**payload, "by": self.maker.name, "maker": self.maker.model_dump(mode="json")}
+        return signed_payload(self.maker, self.id, message, payload)
 
     # -- answering -----------------------------------------------------------------------------
 
@@ -425,12 +427,13 @@ class RunHandle:
         if decision == "approve" and self.roles is not None:
             await self._check_role(task_queue, call_id)
         payload: dict[str, Any] = {"call_id": call_id, "decision": decision}
-        payload = self.signed(payload | {k: v for k, v in extra.items() if v is not None})
+        payload |= {k: v for k, v in extra.items() if v is not None}
         try:
             if digest is not None:
                 payload["args_digest"] = await full_digest(
                     self.workflow, task_queue, call_id, digest, self.digest_name
                 )
+            payload = self.signed(payload, "decide")
             recorded = await answer_call(self.workflow, task_queue, payload, verb=decision)
         except (RunEnded, RunNotFound) as closed:  # the run ended while the answer was on its way
             raise await self._decided_before_the_end(call_id, closed) from None
@@ -465,7 +468,7 @@ class RunHandle:
         if targets:
             extra = {"by": by, "comment": comment, "reason": reason}
             payload = {"call_id": ALL_PENDING, **{k: v for k, v in extra.items() if v is not None}}
-            payload = self.signed(payload)
+            payload = self.signed(payload, decision)
             await signal(self.workflow, decision, payload, f"cannot {decision} '*'")
             self._answered.update(r.call_id for r in targets)
         return targets
@@ -494,7 +497,8 @@ class RunHandle:
                 call_id=call_id,
                 workflow_id=self.id,
             )
-        payload = self.signed({"call_id": call_id, "text": text, **({"by": by} if by else {})})
+        payload = {"call_id": call_id, "text": text, **({"by": by} if by else {})}
+        payload = self.signed(payload, "reply")
         await signal(self.workflow, "reply", payload, f"cannot reply to {call_id!r}")
         self._answered.add(call_id)
         return target
@@ -534,7 +538,7 @@ class RunHandle:
         if not text.strip():
             raise InvalidInput("the steering text is empty", field="text")
         task_queue = await self.task_queue_if_running("steer")
-        payload = self.signed({"text": text, **({"by": by} if by else {})})
+        payload = self.signed({"text": text, **({"by": by} if by else {})}, "steer")
         queued = await steer_run(self.workflow, task_queue, payload)
         if isinstance(queued, str):  # a session forwarded it to its running turn
             return Steered(queued, None)

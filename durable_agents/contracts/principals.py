@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_agents.contracts.omitted import none_omitted
+
 Role = Literal["read", "start", "approve", "admin"]
 """`read`: list, read and stream runs; `start`: start runs and send messages; `approve`:
 approve, reject, edit, reply and steer; `admin`: everything, in every tenant."""
@@ -52,12 +54,28 @@ class Principal(BaseModel):
         return role in self.roles or "admin" in self.roles
 
 
+SIGNATURE_PATTERN = r"^[0-9a-f]{64}$"
+"""A maker's signature: the hex HMAC-SHA256 of the message it signs
+(`contracts.maker_signature`)."""
+
+
 class DecisionMaker(BaseModel):
     """Who made a decision, as history records it: an authenticated principal (through a
-    server) or a name the sender gave (the Temporal CLI, a signal): `self_declared`."""
+    server) or a name the sender gave (the Temporal CLI, a signal): `self_declared`.
+
+    A server's maker carries a `signature`, made with the decision key the servers and the
+    workers hold (`runtime.decision_key`), over the message and the run it is addressed to.
+    The run checks it (`workflows.makers`) and records the maker without it: `self_declared`
+    False only when it verified, so a maker typed into a plain signal is recorded as
+    self-declared, whatever it claims."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=200)
     tenant: str | None = None
     self_declared: bool = True
+    signature: str | None = none_omitted(
+        pattern=SIGNATURE_PATTERN,
+        description="Set by a server: the HMAC of the message (checked by the run, never "
+        "recorded).",
+    )

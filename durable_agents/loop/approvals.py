@@ -211,9 +211,9 @@ class Signed(TypedDict):
 
 
 def signed(by: str | None, maker: DecisionMaker | None) -> Signed:
-    """Who made a decision: the principal a server signed it with (`maker`; its name is the
-    `by`, whatever the sender typed), else the `by` the sender named, self-declared (the
-    Temporal CLI, a plain signal), else nobody."""
+    """Who made a decision: its maker (`maker`, as the run believes it: `workflows.makers`;
+    its name is the `by`, whatever the sender typed), else the `by` the sender named,
+    self-declared (the Temporal CLI, a plain signal), else nobody."""
     if maker is not None:
         return {"by": maker.name, "maker": maker}
     if by:
@@ -237,6 +237,33 @@ def check_two_person(
             f"{TWO_PERSON_RULE}: {approver!r} started this run and cannot approve call "
             f"{request.call_id!r} ({request.tool}); another principal must approve it"
         )
+
+
+SIGNED_APPROVER = "signed approver"
+"""How a refusal of a self-declared approver starts."""
+
+
+def guards(requirement: ApprovalRequirement | None) -> bool:
+    """Whether `requirement` says who may approve (the two-person rule, a role): then only an
+    approver a server signed can."""
+    return requirement is not None and (
+        requirement.distinct_from_starter or requirement.role is not None
+    )
+
+
+def check_signed_approver(
+    request: PendingRequest, requirement: ApprovalRequirement | None, maker: DecisionMaker | None
+) -> None:
+    """Refuse a self-declared approval (a plain signal's `by`, a maker whose signature did not
+    verify) of a call whose policy says who may approve it: nothing proves who that is, so
+    neither the two-person rule nor a role could be met. The call keeps waiting."""
+    if not guards(requirement) or (maker is not None and not maker.self_declared):
+        return
+    raise DecisionRefused(
+        f"{SIGNED_APPROVER}: call {request.call_id!r} ({request.tool}) needs an approver a "
+        "server signed (its policy says who may approve it); a `by` sent with the Temporal "
+        "CLI or a plain signal is self-declared"
+    )
 
 
 def approved(

@@ -41,6 +41,11 @@ from pydantic_settings import (
 from pydantic_settings.sources.utils import parse_env_vars
 
 from durable_agents.activities.cache_affinity import CacheAffinity
+from durable_agents.runtime.decision_key import (
+    DECISION_KEY_ENV,
+    DECISION_KEY_FILE_ENV,
+    MIN_KEY_CHARS,
+)
 from durable_agents.runtime.payload_keys import (
     DEFAULT_KEY_ID,
     PAYLOAD_KEY_ENV,
@@ -206,6 +211,12 @@ class EnvironmentSettings(BaseSettings):
     """The codec server the embedded dev server's Web UI decodes payloads with."""
     codec_token: SecretStr | None = _env("AGENT_CODEC_TOKEN", default=None)
     """The bearer token the codec server requires."""
+    web_ui_url: str | None = _env("AGENT_WEB_UI_URL", default=None)
+    """The Temporal Web UI that runs are linked to (`agent serve`'s console, the start-up lines
+    of `agent serve` and the worker), e.g. `https://cloud.temporal.io` or
+    `http://localhost:8080`; `agent serve --web-ui URL` overrides it. Unset: a dev server's on
+    this machine (`TEMPORAL_DEV_UI_PORT` for the worker's own, port + 1000 for another) once a
+    Web UI answers there; no links for any other server (`runtime/web_ui.py`)."""
     # -- who may call the servers (agent serve, agent mcp --http, agent a2a): servers/auth
     principals_file: Path | None = _env("AGENT_PRINCIPALS_FILE", default=None)
     """A TOML file of principals (name, the SHA-256 of its token, tenant, roles) the servers
@@ -214,6 +225,13 @@ class EnvironmentSettings(BaseSettings):
     api_token: SecretStr | None = _env("AGENT_API_TOKEN", default=None)
     """One bearer token (16 characters at least) that is an admin of the default tenant on
     every server. Never logged or printed."""
+    decision_key: SecretStr | None = _env(DECISION_KEY_ENV, default=None)
+    """The key (32 characters at least) the servers sign decisions with and the workers check
+    them with (`runtime.decision_key`): the same on every server and worker. Unset: the key
+    file's. Never logged or printed."""
+    decision_key_file: Path | None = _env(DECISION_KEY_FILE_ENV, default=None)
+    """The file of the decision key when `AGENT_DECISION_KEY` is unset, made on first use with
+    mode 0600. Unset: `$XDG_STATE_HOME/durable-agents/decision-key` (`~/.local/state/...`)."""
     max_open_requests: int = _env("AGENT_MAX_OPEN_REQUESTS", default=100, ge=1)
     """The most requests one principal may have open at once on a server (event streams and
     `?wait=true` included); one more is 429 with `Retry-After`. Not applied to the local user
@@ -331,6 +349,22 @@ class EnvironmentSettings(BaseSettings):
         if value is not None and len(value.get_secret_value()) < 16:
             raise ValueError("too short: use at least 16 characters")
         return value
+
+    @field_validator("decision_key")
+    @classmethod
+    def _long_decision_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < MIN_KEY_CHARS:
+            raise ValueError(f"too short: use at least {MIN_KEY_CHARS} characters")
+        return value
+
+    @field_validator("web_ui_url")
+    @classmethod
+    def _web_ui_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from durable_agents.runtime.web_ui import checked_web_ui_url
+
+        return checked_web_ui_url(value)
 
     @field_validator("memory_database_url")
     @classmethod

@@ -39,6 +39,7 @@ from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.code_sandbox import run_script_step
 from durable_agents.activities.context_cache import ContextCache
 from durable_agents.activities.definition_record import record_definition
+from durable_agents.activities.maker_signature import check_decision_maker, sign_decision_makers
 from durable_agents.activities.model_activity import ModelActivities
 from durable_agents.activities.tool_activities import tool_activities
 from durable_agents.activities.turn_forwarding import forward_to_turn
@@ -314,6 +315,8 @@ def engine_workers(
         models.call_model,
         worker_policy_activity(policy or WorkerPolicy()),
         record_definition,
+        check_decision_maker,
+        sign_decision_makers,
         run_script_step,
         forward_to_turn,
         *mcp_calls,

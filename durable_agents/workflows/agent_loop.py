@@ -105,6 +105,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.workflows.delegation import ChildRequests
     from durable_agents.workflows.human_gate import HumanGate
     from durable_agents.workflows.loop_host import LoopHost, TurnOutgrewSession
+    from durable_agents.workflows.makers import believed
     from durable_agents.workflows.model_gateway import ModelGateway
     from durable_agents.workflows.plan_and_execute import PlanRunner
     from durable_agents.workflows.refusals import (
@@ -563,20 +564,21 @@ class AgentLoop:
 
     async def approve(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "args"?: {...}, "args_digest"?, "by"?, "comment"?}`"""
-        self._apply("approve", ApproveSignal, raw, self._gate.approve, RequestKind.APPROVAL)
+        await self._apply("approve", ApproveSignal, raw, self._gate.approve, RequestKind.APPROVAL)
 
     async def reject(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "reason"?: "...", "by"?: "..."}`"""
-        self._apply("reject", RejectSignal, raw, self._gate.reject, RequestKind.APPROVAL)
+        await self._apply("reject", RejectSignal, raw, self._gate.reject, RequestKind.APPROVAL)
 
     async def reply(self, raw: Any) -> None:
         """`{"call_id": "..."|"*", "text": "...", "by"?: "..."}` answers an `ask_user` question."""
-        self._apply("reply", ReplySignal, raw, self._gate.reply, RequestKind.QUESTION)
+        await self._apply("reply", ReplySignal, raw, self._gate.reply, RequestKind.QUESTION)
 
     async def decide(self, raw: Any) -> HumanDecision:
         """`{"call_id", "decision": "approve"|"reject", "args"?, "reason"?, "by"?, "comment"?}`;
         returns the recorded decision."""
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
+        update = await believed(update, "decide")  # (checked again: the maker may not verify)
         try:
             if self._children.route(update.call_id):
                 return self._children.forward_decide(update)
@@ -649,6 +651,7 @@ class AgentLoop:
         steer = parse_or_ignore(SteerMessage, raw, "steer")
         if steer is None or self._phase in ("done", "cancelled"):
             return
+        steer = await believed(steer, "steer")
         refusal = steering_refusal(self._pad, steer)
         if refusal is not None:
             workflow.logger.warning("signal steer ignored: %s", refusal)
@@ -659,7 +662,7 @@ class AgentLoop:
 
     async def steer(self, raw: Any) -> list[SteerMessage]:
         """Like the signal, but refused when it cannot apply; returns what is queued."""
-        steer = self._steer_message(raw)
+        steer = await believed(self._steer_message(raw), "steer")
         self._pad = steered(self._pad, steer)
         self._events.emit(SteeringReceived, message=event_text(steer.text), by=steer.by)
         self._publish()
@@ -679,7 +682,7 @@ class AgentLoop:
             refuse(refusal, STEER_REFUSED)
         return steer
 
-    def _apply(
+    async def _apply(
         self,
         name: str,
         model: type[SignalT],
@@ -692,6 +695,7 @@ class AgentLoop:
         signal = parse_or_ignore(model, raw, name)
         if signal is None:
             return
+        signal = await believed(signal, name)
         call_id = getattr(signal, "call_id", "")
         if self._children.forward(name, signal, call_id, kind):
             return

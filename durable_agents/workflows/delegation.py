@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.event_views import event_text
     from durable_agents.loop.search_attributes import tenant_memo
     from durable_agents.workflows.callees.activity import failure_detail
+    from durable_agents.workflows.makers import checks_makers, countersigned
     from durable_agents.workflows.run_events import RunEvents
     from durable_agents.workflows.session_link import run_scope
 
@@ -244,6 +245,12 @@ async def signal_child(workflow_id: str, name: str, payload: Any) -> None:
         workflow.logger.warning("could not forward %s to %s: %s", name, workflow_id, error)
 
 
+async def forward_signed(workflow_id: str, name: str, payload: dict[str, Any]) -> None:
+    """Forward a decision to a child, its verified maker signed for the child
+    (`workflows.makers.countersigned`)."""
+    await signal_child(workflow_id, name, await countersigned(workflow_id, name, payload))
+
+
 class ChildRequests:
     """The calls of this run's children that wait for a person, shown here and answered here
     (decisions are forwarded to the child as signals)."""
@@ -288,10 +295,10 @@ class ChildRequests:
                 )
                 return False
             for (child, _, _), approval in zip(shown, bound, strict=True):
-                self._spawn(signal_child(child, name, approval))
+                self._spawn(forward_signed(child, name, approval))
         else:
             for child, inner in targets:
-                self._spawn(signal_child(child, name, {**payload, "call_id": inner}))
+                self._spawn(forward_signed(child, name, {**payload, "call_id": inner}))
         return bool(targets) and call_id != ALL_PENDING
 
     def _shown(self, call_id: str, kind: WaitKind) -> list[tuple[str, str, PendingRequest]]:
@@ -316,6 +323,8 @@ class ChildRequests:
         if update.decision == "approve":
             approver = approvals.signed(update.by, update.maker)["by"]
             approvals.check_two_person(request, request.approval, self.starter, approver)
+            if approvals.guards(request.approval) and checks_makers():
+                approvals.check_signed_approver(request, request.approval, update.maker)
         return request
 
     def forward_decide(self, update: DecideUpdate) -> HumanDecision:

@@ -20,6 +20,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import BaseModel, ValidationError
+
     from durable_agents.contracts.agent_status import AgentStatus
     from durable_agents.contracts.agents import CHILD_PENDING_SIGNAL, ChildPending
     from durable_agents.contracts.approvals import (
@@ -43,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.approvals import bound_approvals
     from durable_agents.workflows.agent_loop import AgentLoop
     from durable_agents.workflows.inline_turn import InlineTurn
+    from durable_agents.workflows.makers import MESSAGE_MODELS, believed, countersigned
     from durable_agents.workflows.refusals import (
         BadInput,
         parse_or_ignore,
@@ -105,7 +108,10 @@ class SessionPeople:
         if loop is not None:
             return await loop.decide(raw)
         update = parse_or_refuse(DecideUpdate, raw, "decide input", DECISION_REFUSED)
-        return await self._forward_update("decide", self._bound_decision(update), DECISION_REFUSED)
+        update = await believed(update, "decide")
+        running = self._child_turn_or_refuse(DECISION_REFUSED)
+        payload = await countersigned(running.workflow_id, "decide", self._bound_decision(update))
+        return await self._forward_update("decide", payload, DECISION_REFUSED)
 
     def validate_decide(self, raw: Any) -> None:
         loop = self._inline_loop()
@@ -157,7 +163,11 @@ class SessionPeople:
         if turn is not None:
             await turn.agent.steer(raw)
         else:
-            await workflow.get_external_workflow_handle(running.workflow_id).signal("steer", raw)
+            steer = parse_or_refuse(SteerMessage, raw, "steer input", STEER_REFUSED)
+            payload = await self._signed_for(running.workflow_id, "steer", steer, raw)
+            await workflow.get_external_workflow_handle(running.workflow_id).signal(
+                "steer", payload
+            )
         return running.workflow_id
 
     def validate_steer(self, raw: Any) -> None:
@@ -264,23 +274,39 @@ class SessionPeople:
             }
             await handlers[name](raw)
             return
+        message = _message_or_none(name, raw)  # (one that does not read: the turn says why)
+        if message is not None:
+            message = await believed(message, name)
         payloads: list[Any] = [raw]
         if name == "approve":
-            payloads = self._bound_approvals(raw)
+            approval = message if isinstance(message, ApproveSignal) else None
+            payloads = self._bound_approvals(approval) if approval is not None else []
         handle = workflow.get_external_workflow_handle(running.workflow_id)
-        for payload in payloads:
+        for unsigned in payloads:
+            payload = unsigned
+            if message is not None:
+                payload = await self._signed_for(running.workflow_id, name, message, unsigned)
             try:
                 await handle.signal(name, payload)
             except Exception as error:
                 workflow.logger.warning("signal %s not forwarded: %s", name, error)
 
-    def _bound_approvals(self, raw: Any) -> list[dict[str, Any]]:
+    async def _signed_for(
+        self, workflow_id: str, name: str, message: BaseModel, payload: Any
+    ) -> Any:
+        """`payload` (of `message`, as this session believes its maker) for the child turn
+        `workflow_id`: as it came when it names no maker, else its maker signed for the turn
+        (`workflows.makers.countersigned`)."""
+        if getattr(message, "maker", None) is None:
+            return payload
+        if not isinstance(payload, dict):
+            payload = message.model_dump(exclude_none=True)
+        return await countersigned(workflow_id, name, payload)
+
+    def _bound_approvals(self, signal: ApproveSignal) -> list[dict[str, Any]]:
         """An approval for a child turn, bound to what the session shows: one approval per call
         it names (each with the digest of the arguments shown here), so the turn refuses one
         whose real call differs; `*` with edited arguments only when one call is shown."""
-        signal = parse_or_ignore(ApproveSignal, raw, "approve")
-        if signal is None:
-            return []
         shown = [
             (r.call_id, r.args_digest)
             for r in self._session.running_turn_pending
@@ -291,3 +317,14 @@ class SessionPeople:
             workflow.logger.warning("signal approve ignored: edited args need one call_id")
             return []
         return bound
+
+
+def _message_or_none(name: str, raw: Any) -> BaseModel | None:
+    """Signal `name`'s payload as its model, or None when it does not read (nothing logged: the
+    turn it goes to logs why it ignores it; an approval that does not read goes nowhere)."""
+    try:
+        return MESSAGE_MODELS[name].model_validate(read_payload(raw))
+    except (BadInput, ValidationError):
+        if name == "approve":
+            workflow.logger.warning("signal approve ignored: invalid input")
+        return None
