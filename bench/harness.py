@@ -116,12 +116,15 @@ class Bench:
         *flags: str,
         cwd: str | None = None,
         env: dict[str, str] | None = None,
+        model_url: str | None = None,
     ) -> tuple[Proc, str]:
-        """A worker of `kind` (ours or naive) on a fresh task queue: (process, task queue)."""
+        """A worker of `kind` (ours or naive) on a fresh task queue: (process, task queue).
+        `model_url`: another model server than the fake one (e.g. a metering proxy)."""
         queue = f"bench-{kind}-{uuid.uuid4().hex[:8]}"
         tuning = {**(self.ours_tuning if kind == "ours" else {}), **(tuning or {})}
         args = ["--kind", kind, "--address", self.address, "--task-queue", queue]
-        args += ["--model-url", self.model.detail, "--tuning", json.dumps(tuning), *flags]
+        args += ["--model-url", model_url or self.model.detail, "--tuning", json.dumps(tuning)]
+        args += flags
         proc = spawn("bench.worker_proc", *args, cwd=cwd, env=env)
         self.procs.append(proc)
         return proc, queue

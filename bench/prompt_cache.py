@@ -24,6 +24,7 @@ import json
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -41,6 +42,7 @@ from temporalio.testing import WorkflowEnvironment
 from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.context_cache import ContextCache
 from durable_agents.activities.openai_model import OpenAIChatModel
+from durable_agents.activities.streaming import usage_from
 from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.session import TurnResult
 from durable_agents.contracts.usage import TokenUsage
@@ -51,6 +53,8 @@ from durable_agents.tools.catalog import CATALOG
 Script = Callable[[int, dict[str, Any]], dict[str, Any]]
 """The scripted assistant message for the proxy's `n`-th request (and the request body)."""
 
+WINDOW = 2_000
+"""Ours' `max_context_tokens` unless told otherwise (`--window`; the peers' table's runs)."""
 THOUGHT = (
     "I add one to the running total with the calculator, as the task asks, and keep going "
     "until every step is done; the totals so far are in the tool results above. "
@@ -69,6 +73,10 @@ class ScriptedProxy(ThreadingHTTPServer):
         """Per request: whether another client used the server since this proxy's previous
         request (llama-server's one slot then held their prompt, not ours)."""
         self._last_task: int | None = None
+        self.metered: list[TokenUsage] = []
+        """Per request: the prompt and cached tokens the real server's answer reported (its
+        `usage`, and llama-server's `timings`), whichever client sent it: how the peers'
+        runs are measured (`bench.peers.cache`), which keep no usage of their own to read."""
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
 
     @property
@@ -96,13 +104,32 @@ class ScriptedProxy(ThreadingHTTPServer):
                 )
                 with urllib.request.urlopen(request, timeout=600) as response:
                     answer: dict[str, Any] = json.loads(response.read())
+            except urllib.error.HTTPError as error:
+                if 400 <= error.code < 500:  # a request the server refuses (e.g. too long)
+                    raise
+                time.sleep(5)
+                continue
             except (OSError, ValueError):
                 time.sleep(5)
                 continue
             self.disturbed.append(before is not None and before != self._last_task)
             self._last_task = self._slot_task()
+            self.metered.append(
+                usage_from(answer.get("usage"), answer.get("timings")) or TokenUsage()
+            )
             return answer
         raise RuntimeError("the model server did not answer for 10 minutes")
+
+
+@contextmanager
+def scripted_proxy(upstream: str, script: Script) -> Iterator[ScriptedProxy]:
+    """A `ScriptedProxy` in front of `upstream`, serving on a thread until the block ends."""
+    proxy = ScriptedProxy(upstream, script)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        yield proxy
+    finally:
+        proxy.shutdown()
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
@@ -115,10 +142,14 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         proxy = self.server
         message = proxy.script(proxy.asked, body)
-        proxy.asked += 1
         forwarded = {**body, "stream": False, "max_tokens": 1}
         forwarded.pop("stream_options", None)
-        answer = proxy.forward(forwarded)
+        try:
+            answer = proxy.forward(forwarded)
+        except urllib.error.HTTPError as error:  # passed on as it came, the step not taken
+            self._send(error.code, error.read(), error.headers.get("content-type", "text/plain"))
+            return
+        proxy.asked += 1
         answer["choices"] = [
             {
                 "index": 0,
@@ -126,12 +157,41 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
             }
         ]
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
+        if body.get("stream"):
+            self._send(200, event_stream(answer, body), "text/event-stream")
+        else:
+            self._send(200, json.dumps(answer).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("content-type", kind)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def event_stream(answer: dict[str, Any], body: dict[str, Any]) -> bytes:
+    """`answer` (a whole completion) as the server would have streamed it to a client that
+    asked for a stream (a peer streaming its model calls): the text, then the tool calls, then
+    the finish reason, then the server's usage and timings when `stream_options.include_usage`
+    asked for them, then `[DONE]`."""
+    choice = answer["choices"][0]
+    message = choice["message"]
+    head: dict[str, Any] = {k: answer[k] for k in ("id", "created", "model") if k in answer}
+    head["object"] = "chat.completion.chunk"
+    deltas: list[dict[str, Any]] = [{"role": "assistant", "content": message.get("content")}]
+    calls = message.get("tool_calls", [])
+    deltas += [{"tool_calls": [{"index": i, **call}]} for i, call in enumerate(calls)]
+    finishes: list[str | None] = [None] * len(deltas) + [choice["finish_reason"]]
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        for delta, finish in zip([*deltas, {}], finishes, strict=True)
+    ]
+    if (body.get("stream_options") or {}).get("include_usage"):
+        extra: dict[str, Any] = {k: answer[k] for k in ("usage", "timings") if k in answer}
+        chunks.append({**head, "choices": [], **extra})
+    lines = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()
 
 
 def calculator_call(step: int) -> dict[str, Any]:
@@ -230,69 +290,96 @@ def shares(calls: list[TokenUsage], trims: list[int], disturbed: list[bool]) -> 
         ),
         "per_call": [(u.prompt_tokens, u.cached_prompt_tokens) for u in calls],
         "calls_after_a_cut": after_cuts,
+        "worst_reread": worst_reread(calls),
     }
 
 
-def cut_calls(result: AgentResult) -> list[int]:
+def cut_calls(calls: list[TokenUsage]) -> list[int]:
     """The calls whose context was cut further than the call before (a compaction)."""
-    return [
-        i
-        for i in range(1, len(result.model_calls))
-        if result.model_calls[i].usage.prompt_tokens < result.model_calls[i - 1].usage.prompt_tokens
-    ]
+    return [i for i in range(1, len(calls)) if calls[i].prompt_tokens < calls[i - 1].prompt_tokens]
+
+
+def worst_reread(calls: list[TokenUsage]) -> dict[str, Any] | None:
+    """The call after the first that read the largest share of its prompt anew (a cut, or
+    anything else that changed the start of the prompt), as a share of its whole prompt."""
+    later = [(n, u) for n, u in enumerate(calls, 1) if n > 1 and u.prompt_tokens]
+    if not later:
+        return None
+    call, usage = max(later, key=lambda c: 1 - c[1].cached_prompt_tokens / c[1].prompt_tokens)
+    anew = usage.prompt_tokens - usage.cached_prompt_tokens
+    return {
+        "call": call,
+        "prompt_tokens": usage.prompt_tokens,
+        "read_anew": anew,
+        "full_prompt_rereads": round(anew / usage.prompt_tokens, 3),
+    }
+
+
+def tool_run_prompt(steps: int) -> str:
+    """The tool run's task (every system's)."""
+    return f"Add one {steps} times with the calculator, one call at a time."
+
+
+def tool_run_input(steps: int, window: int) -> dict[str, Any]:
+    """Ours' tool run: the task, the calculator, room for every step, the context window."""
+    return {
+        "prompt": tool_run_prompt(steps),
+        "tools": ["calculator"],
+        "max_iterations": steps + 2,
+        "max_context_tokens": window,
+    }
+
+
+def session_message(turn: int) -> str:
+    """The session's `turn`-th user message (every system's)."""
+    return f"Question {turn}: what is {turn} + 1, and why?"
 
 
 async def tool_run(upstream: str, workspace: Path, steps: int, window: int) -> dict[str, Any]:
-    proxy = ScriptedProxy(upstream, tool_run_script(steps))
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:
+    with scripted_proxy(upstream, tool_run_script(steps)) as proxy:
         async with engine(proxy.base_url, workspace) as (client, queue):
             result = await client.execute_workflow(
                 "AgentWorkflow",
-                {
-                    "prompt": f"Add one {steps} times with the calculator, one call at a time.",
-                    "tools": ["calculator"],
-                    "max_iterations": steps + 2,
-                    "max_context_tokens": window,
-                },
+                tool_run_input(steps, window),
                 id=f"prompt-cache-run-{uuid.uuid4()}",
                 task_queue=queue,
                 result_type=AgentResult,
             )
-    finally:
-        proxy.shutdown()
     calls = [c.usage for c in result.model_calls]
     return {
         "steps": len(result.steps),
         "max_context_tokens": window,
-        **shares(calls, cut_calls(result), proxy.disturbed),
+        **shares(calls, cut_calls(calls), proxy.disturbed),
     }
 
 
+async def session_turns(client: Client, queue: str, turns: int) -> list[TurnResult]:
+    """Ours' session: `turns` messages to one `SessionWorkflow`, each awaited (its result)."""
+    results = []
+    session_id = f"prompt-cache-session-{uuid.uuid4()}"
+    for turn in range(1, turns + 1):
+        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
+            "SessionWorkflow",
+            {"agent": {"tools": ["calculator"]}},
+            id=session_id,
+            task_queue=queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        results.append(
+            await client.execute_update_with_start_workflow(
+                "send",
+                {"text": session_message(turn)},
+                start_workflow_operation=start,
+                result_type=TurnResult,
+            )
+        )
+    return results
+
+
 async def session(upstream: str, workspace: Path, turns: int) -> dict[str, Any]:
-    proxy = ScriptedProxy(upstream, session_script)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    usages: list[TokenUsage] = []
-    try:
+    with scripted_proxy(upstream, session_script) as proxy:
         async with engine(proxy.base_url, workspace) as (client, queue):
-            session_id = f"prompt-cache-session-{uuid.uuid4()}"
-            for turn in range(1, turns + 1):
-                start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-                    "SessionWorkflow",
-                    {"agent": {"tools": ["calculator"]}},
-                    id=session_id,
-                    task_queue=queue,
-                    id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                )
-                result = await client.execute_update_with_start_workflow(
-                    "send",
-                    {"text": f"Question {turn}: what is {turn} + 1, and why?"},
-                    start_workflow_operation=start,
-                    result_type=TurnResult,
-                )
-                usages.append(result.usage)
-    finally:
-        proxy.shutdown()
+            usages = [r.usage for r in await session_turns(client, queue, turns)]
     # a turn is disturbed when any of its requests was (two requests a turn: a call, an answer)
     turn_disturbed = [any(proxy.disturbed[2 * i : 2 * i + 2]) for i in range(len(usages))]
     summed = shares(usages, [], turn_disturbed)
@@ -324,7 +411,7 @@ async def main() -> int:
     )
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--turns", type=int, default=20)
-    parser.add_argument("--window", type=int, default=2_000, help="max_context_tokens")
+    parser.add_argument("--window", type=int, default=WINDOW, help="max_context_tokens")
     parser.add_argument("--only", choices=["tool_run", "session"])
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()

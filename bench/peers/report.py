@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.peers import cache
 from bench.peers.systems import OA_LEVERS, OURS_LOCAL
 from bench.report import KIB, verdict
 
@@ -285,10 +286,15 @@ def targets(results: dict[str, Any]) -> list[list[str]]:
 
 def text(results: dict[str, Any]) -> str:
     systems = list(results.get("systems") or {"ours": ""})
-    parts = [grid(["workload", *systems], figures(results))]
+    rows = figures(results)
+    parts = [grid(["workload", *systems], rows)] if rows else []
     rows = targets(results)
     if rows:
         parts.append(grid(["target (ours)", "ours", "best peer", "ratio", "goal", "result"], rows))
+    for server in (results.get("servers") or {}).values():
+        if "cache" in server:
+            title = f"6 prompt cache (model server: {server['cache']['model_server']}):\n"
+            parts.append(title + grid(cache.HEADER, cache.rows(server["cache"])))
     found = errors(results)
     if found:
         parts.append("Errors:\n" + "\n".join(f"- {line}" for line in found))

@@ -1,7 +1,8 @@
 """Issue 24: the five workloads on ours and on each real peer, side by side, in one run
 (`make bench-peers`):
 
-    python -m bench.peers.run [--quick] [--only 1,2,3,4,5] [--server tuned,defaults] [--out DIR]
+    python -m bench.peers.run [--quick] [--only 1,2,3,4,5,6] [--server tuned,defaults]
+        [--model-url URL] [--out DIR]
 
 1. per turn: 20-turn runs (1 model call + 2 parallel calculator calls a turn), wall and worker
    CPU per turn, medians of alternating runs (`bench.speed.per_turn`);
@@ -12,20 +13,23 @@
 4. 1,000 runs waiting for an approval: worker RSS, p99 from approval to completion
    (`bench.waiting.measure`; given up like a burst when it stops moving);
 5. replay of workload 3's recorded history (`bench.replay` for ours, the peer's own replayer
-   in its venv for a peer).
+   in its venv for a peer);
+6. the prompt cache (issue 36): a 30-step tool run and a 20-turn session on each system
+   against `--model-url` (llama-server; default: the fake server acting as its cache), each
+   request metered from the server's answer (`bench.peers.cache`).
 
 The timing workloads (1, 2, 4) run twice: on the tuned server `make bench` uses
 (`history.transferProcessorMaxPollRPS=1000`) and on the dev server's defaults; 1 and 2 also
 run the peers with ours' levers switched on (`bench.peers.systems.LEVERS`), and ours with its
 model calls as local activities (`model_call: local`, `OURS_MODES`) beside OpenAI Agents'
 `use_local_activity=True`. A workload that
-stalled on the first server is not run again on the second. Workloads 3 and 5
-measure bytes and a local replay, so they run once (tuned server). Everything else is
-`make bench`'s test bed (`bench.harness`): one in-memory dev server per configuration, the fake
-model (`bench.fake_model`), every worker a process of its own. The peers' venvs are made by
-`bench/peers/venvs.sh` if missing. Prints the table (`bench.peers.report`); writes
-`peers.json` and `peers_history.png` under `--out` (default `bench/results/`). `--quick`: small
-workloads, a smoke run of a few minutes.
+stalled on the first server is not run again on the second. Workloads 3, 5 and 6
+measure bytes, a local replay and a model server's cache, so they run once (tuned server).
+Everything else is `make bench`'s test bed (`bench.harness`): one in-memory dev server per
+configuration, the fake model (`bench.fake_model`), every worker a process of its own. The
+peers' venvs are made by `bench/peers/venvs.sh` if missing. Prints the table
+(`bench.peers.report`); writes `peers.json` and `peers_history.png` under `--out` (default
+`bench/results/`). `--quick`: small workloads, a smoke run of a few minutes.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from temporalio.client import WorkflowHistory
 
 from bench import replay, waiting
 from bench.harness import Bench, Proc, bench_stack, quiet_logging
-from bench.peers import long_run, report
+from bench.peers import cache, long_run, report
 from bench.peers.systems import BASE, LEVERS, OURS_MODES, ROOT, System
 from bench.peers.workers.common import model_env
 from bench.run_all import FAST_TRANSFER_QUEUE, SIGNAL_RATE, save, say
@@ -57,6 +61,9 @@ from bench.speed import Side, one_run, per_turn, throughput
 
 FULL = {"repeats": 5, "runs": 200, "calls": 100, "waiting": 1000}
 QUICK = {"repeats": 2, "runs": 20, "calls": 50, "waiting": 30}
+FULL |= {"cache_steps": 30, "cache_turns": 20}
+QUICK |= {"cache_steps": 5, "cache_turns": 3}
+"""Workload 6: the prompt cache's cases, as `bench.prompt_cache` runs them (quick: smaller)."""
 STALL_SECONDS = 30
 WAIT_STALL_SECONDS = 15
 """Workload 4 stops waiting for runs to wait, then to finish, once for this long none did: the
@@ -287,6 +294,10 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             if server == "tuned" and only & {3, 5}:
                 entry.update(await long_and_replay(bench, size, out))
                 save(out, "peers.json", results)
+            if server == "tuned" and 6 in only:
+                say(f"  6 prompt cache: model server {args.model_url or 'the fake cache'}")
+                entry["cache"] = await cache.measure(bench, BASE, args.model_url, size)
+                save(out, "peers.json", results)
             if 4 in only:
                 entry["waiting"] = {}
                 await waiting_all(
@@ -302,7 +313,12 @@ async def run(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.peers.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small workloads (a smoke run)")
-    parser.add_argument("--only", default="1,2,3,4,5", help="workloads to run, e.g. 1,3")
+    parser.add_argument("--only", default="1,2,3,4,5,6", help="workloads to run, e.g. 1,3")
+    parser.add_argument(
+        "--model-url",
+        help="workload 6's model server, llama-server's /v1 URL (`make real-model` prints it); "
+        "default: the fake server acting as a prompt cache (a test of the plumbing)",
+    )
     parser.add_argument("--server", default="tuned,defaults", help="tuned, defaults or both")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results")
     return parser.parse_args(argv)

@@ -54,10 +54,11 @@ class System:
     def python(self) -> str:
         return str(VENVS / str(self.venv) / "bin" / "python")
 
-    def worker(self, bench: Bench) -> tuple[Proc, str]:
-        """A fresh worker process of this system on a fresh task queue."""
+    def worker(self, bench: Bench, model_url: str | None = None) -> tuple[Proc, str]:
+        """A fresh worker process of this system on a fresh task queue; `model_url`: another
+        model server than the bench's fake one (the prompt cache's metering proxy)."""
         if not self.peer:
-            return bench.worker("ours")
+            return bench.worker("ours", model_url=model_url)
         queue = f"bench-{self.venv}-{uuid.uuid4().hex[:8]}"
         args = ["--address", bench.address, "--task-queue", queue, "--variant", self.variant]
         proc = spawn(
@@ -65,7 +66,7 @@ class System:
             *args,
             timeout=120.0,
             cwd=str(ROOT),
-            env=model_env(bench.model.detail),
+            env=model_env(model_url or bench.model.detail),
             python=self.python(),
         )
         bench.procs.append(proc)

@@ -12,7 +12,9 @@ once and `write_file` waits for a `tool_approval` update.
 A benchmark run is one session of one turn: the client starts the agent and sends its `ask`
 message in one update-with-start, then signals `close`, which the harness drains: the workflow
 completes when the turn has ended (a waiting run is closed once approved: closing denies the
-approvals still pending; `bench.peers.systems`).
+approvals still pending; `bench.peers.systems`). A conversation of many turns (issue 36's
+prompt-cache session, `bench.peers.cache`) sends `chat` messages instead, one turn at a time: the
+agent keeps the conversation (`to_input_list()`) and runs each message on it.
 """
 
 from __future__ import annotations
@@ -85,10 +87,25 @@ class HarnessPeer:
             stream=WorkflowStream(),
             approval_policy_default=ToolApprovalPolicy.allow_inherently_safe(),
         )
+        self._conversation: list[Any] = []
 
     @agent.accepts
     async def ask(self, message: BenchAsk) -> TextReply:
         """Run one benchmark turn."""
+        result = await self._turn(message, message.prompt)
+        return TextReply(text=str(result.final_output))
+
+    @agent.accepts
+    async def chat(self, message: BenchAsk) -> TextReply:
+        """One turn of a conversation (issue 36's prompt-cache session): the run on the
+        conversation so far plus this message (the SDK's `to_input_list()`)."""
+        said = [*self._conversation, {"role": "user", "content": message.prompt}]
+        result = await self._turn(message, said)
+        self._conversation = result.to_input_list()
+        return TextReply(text=str(result.final_output))
+
+    async def _turn(self, message: BenchAsk, said: Any) -> Any:
+        """`Runner.run_streamed` of the bench agent with the message's tools on `said`."""
         sdk_agent = OpenAIAgent(
             name="bench",
             instructions="You are a helpful assistant. Use the tools.",
@@ -96,11 +113,11 @@ class HarnessPeer:
             tools=[as_openai_agent_tool(self._runner, TOOLS[name]) for name in message.tools],
         )
         result = Runner.run_streamed(
-            sdk_agent, input=message.prompt, context=self._runner, max_turns=message.max_turns
+            sdk_agent, input=said, context=self._runner, max_turns=message.max_turns
         )
         async for _event in result.stream_events():
             pass
-        return TextReply(text=str(result.final_output))
+        return result
 
 
 WORKFLOWS = [HarnessPeer]

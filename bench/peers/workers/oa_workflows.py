@@ -7,6 +7,7 @@ human-in-the-loop): the run stops with interruptions, waits for the `approve` si
 resumes from its `RunState`.
 
 Input (JSON): {"prompt": str, "tools": [names], "max_turns": int}; result: the final output.
+`OpenAIAgentsSession`: the same agent in a conversation of many turns (issue 36's prompt cache).
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def tools(names: list[str]) -> list[Any]:
     return [made[name]() for name in names]
 
 
+def make_agent(params: dict[str, Any]) -> Agent[Any]:
+    """The benchmark's agent with the tools `params` names."""
+    return Agent(
+        name="bench",
+        instructions="You are a helpful assistant. Use the tools.",
+        model=common.MODEL_NAME,
+        tools=tools(list(params.get("tools", []))),
+    )
+
+
 @workflow.defn(name="OpenAIAgentsPeer")
 class OpenAIAgentsPeer:
     def __init__(self) -> None:
@@ -71,12 +82,7 @@ class OpenAIAgentsPeer:
 
     @workflow.run
     async def run(self, params: dict[str, Any]) -> str:
-        agent: Agent[Any] = Agent(
-            name="bench",
-            instructions="You are a helpful assistant. Use the tools.",
-            model=common.MODEL_NAME,
-            tools=tools(list(params.get("tools", []))),
-        )
+        agent = make_agent(params)
         limit = common.run_limit(params)
         result = await Runner.run(agent, params["prompt"], max_turns=limit)
         while result.interruptions:
@@ -89,5 +95,35 @@ class OpenAIAgentsPeer:
         return str(result.final_output)
 
 
-WORKFLOWS = [OpenAIAgentsPeer]
+@workflow.defn(name="OpenAIAgentsSession")
+class OpenAIAgentsSession:
+    """A conversation (issue 36's prompt-cache session, `bench.peers.cache`): each `send`
+    update is a turn, `Runner.run` on the conversation so far plus the new message (the SDK's
+    manual conversation management, `result.to_input_list()`); it completes once `close` is
+    signalled and the last turn has ended. Input: {"tools", "max_turns"} (per turn)."""
+
+    @workflow.init
+    def __init__(self, params: dict[str, Any]) -> None:
+        self._agent = make_agent(params)
+        self._limit = common.run_limit(params)
+        self._items: list[Any] = []
+        self._closed = False
+
+    @workflow.signal
+    def close(self) -> None:
+        self._closed = True
+
+    @workflow.update
+    async def send(self, text: str) -> str:
+        said = [*self._items, {"role": "user", "content": text}]
+        result = await Runner.run(self._agent, said, max_turns=self._limit)
+        self._items = result.to_input_list()
+        return str(result.final_output)
+
+    @workflow.run
+    async def run(self, params: dict[str, Any]) -> None:
+        await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
+
+
+WORKFLOWS = [OpenAIAgentsPeer, OpenAIAgentsSession]
 ACTIVITIES: list[Callable[..., Any]] = [fixed_output, write_file]

@@ -4,5 +4,12 @@ from bench.peers.workers.pai_approve import PydanticAIApprove
 from bench.peers.workers.pai_calc import PydanticAICalc
 from bench.peers.workers.pai_calc_wf import PydanticAICalcWf
 from bench.peers.workers.pai_fixed import PydanticAIFixed
+from bench.peers.workers.pai_session import PydanticAISession
 
-WORKFLOWS = [PydanticAICalc, PydanticAICalcWf, PydanticAIFixed, PydanticAIApprove]
+WORKFLOWS = [
+    PydanticAICalc,
+    PydanticAICalcWf,
+    PydanticAIFixed,
+    PydanticAIApprove,
+    PydanticAISession,
+]
