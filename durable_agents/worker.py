@@ -44,6 +44,7 @@ from durable_agents.runtime.temporal_client import (
     load_connection,
 )
 from durable_agents.runtime.tracing import tracing_interceptors
+from durable_agents.runtime.web_ui import started_web_ui
 from durable_agents.runtime.workers import WorkerTuning, build_workers, deployment_config
 from durable_agents.tools.catalog import CATALOG
 from durable_agents.tools.memory_store import MemoryStore, open_memory_store
@@ -121,7 +122,6 @@ async def serve(
     connection = load_connection(settings)
     configured = connection.address is not None  # by the environment or a profile
     port = settings.dev_server_port
-    ui_url = f"http://localhost:{settings.dev_server_ui_port}"
     if not configured:
         if is_listening("127.0.0.1", port):
             connection = connection.with_target(address=f"localhost:{port}")
@@ -142,7 +142,6 @@ async def serve(
                 server.process_group,
             )
             connection = connection.with_target(address=server.address)
-            ui_url = server.ui_url
     resources = contextlib.AsyncExitStack()  # the payload store's client
     address = connection.address or DEFAULT_ADDRESS
     reused = not configured and server is None
@@ -231,7 +230,8 @@ async def serve(
                 await stack.enter_async_context(worker)
             cli = temporal_command()
             shown = None if configured else address  # else the CLI reads the same settings
-            web_ui = "" if configured else f"Web UI: {ui_url}\n"  # a local server's UI
+            ui_url = await started_web_ui(address, settings, server)
+            web_ui = f"Web UI: {ui_url}\n" if ui_url else ""
             stops_too = "."
             if server is not None:
                 stops_too = " and the embedded server."

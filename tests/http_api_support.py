@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from durable_agents.runtime.web_ui import WebUiLink
 from durable_agents.servers.auth.authenticator import Authenticator
 from durable_agents.servers.http_api.app import create_app
 from durable_agents.servers.http_api.config import ServeConfig
@@ -46,7 +47,7 @@ async def live_api(
         "task_queue": agent.task_queue,
         "cors_origins": (ORIGIN,),
         "max_body_bytes": 256 * 1024,
-        "web_ui_url": "http://localhost:8233",
+        "web_ui": WebUiLink(configured="http://localhost:8233"),
     }
     config = ServeConfig(**{**settings, **overrides})
     app = create_app(agent.client, config)

@@ -164,7 +164,7 @@ def create_app(client: Client, config: ServeConfig) -> FastAPI:
         return {
             "namespace": config.namespace,
             "task_queue": config.task_queue,
-            "web_ui_url": config.web_ui_url,
+            "web_ui_url": await config.web_ui.url(),
         }
 
     app.include_router(me_routes)  # GET /v1/me: who the caller is signed in as

@@ -12,10 +12,11 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from durable_agents.runtime.event_stream import StreamReading
+from durable_agents.runtime.web_ui import WebUiLink
 
 if TYPE_CHECKING:
     from durable_agents.servers.auth.authenticator import Authenticator
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 CORS_ENV = "AGENT_API_CORS_ORIGINS"
 ALLOWED_HOSTS_ENV = "AGENT_API_ALLOWED_HOSTS"
 MAX_BODY_ENV = "AGENT_API_MAX_BODY_BYTES"
-WEB_UI_ENV = "AGENT_WEB_UI_URL"
 STREAM_READ_ENV = "AGENT_SERVE_STREAM_READ"
 STREAM_READINGS: tuple[StreamReading, ...] = ("query", "updates")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -48,8 +48,8 @@ class ServeConfig:
     """`Host` names served besides loopback's (`servers.request_guards`): the bound address and
     `--allowed-host` / `AGENT_API_ALLOWED_HOSTS`; any other `Host` is 421."""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    web_ui_url: str | None = None
-    """Where the console links each run (`<url>/namespaces/<ns>/workflows/<id>`)."""
+    web_ui: WebUiLink = field(default_factory=WebUiLink)
+    """The Web UI the console links each run to (`runtime.web_ui`; default: none)."""
     namespace: str = "default"
     task_queue: str = "agents"
     stream_reading: StreamReading = "query"
@@ -66,7 +66,7 @@ class ServeConfig:
         task_queue: str = "agents",
         cors_origins: tuple[str, ...] = (),
         allowed_hosts: tuple[str, ...] = (),
-        web_ui_url: str | None = None,
+        web_ui: WebUiLink | None = None,
         stream_reading: str | None = None,
         authenticator: Authenticator | None = None,
     ) -> ServeConfig:
@@ -102,7 +102,7 @@ class ServeConfig:
             cors_origins=origins,
             allowed_hosts=hosts,
             max_body_bytes=limit,
-            web_ui_url=(web_ui_url or environ.get(WEB_UI_ENV) or None),
+            web_ui=web_ui or WebUiLink(),
             namespace=namespace,
             task_queue=task_queue,
             stream_reading="updates" if reading == "updates" else "query",

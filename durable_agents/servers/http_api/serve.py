@@ -13,7 +13,6 @@ import argparse
 import sys
 
 from durable_agents.runtime.extras import require
-from durable_agents.runtime.settings import EnvironmentSettings
 from durable_agents.servers.http_serving import SERVED, SHUTDOWN_GRACE_SECONDS, CommandContext
 
 DEFAULT_HOST = "127.0.0.1"
@@ -40,8 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--web-ui",
         metavar="URL",
-        help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default "
-        "the local dev server's)",
+        help="the Temporal Web UI the console links runs to (env AGENT_WEB_UI_URL; default: a "
+        "dev server's on this machine once its Web UI answers, else no links)",
     )
     parser.add_argument(
         "--stream-read",
@@ -52,30 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-UI_PORT_OFFSET = 1000
-"""`temporal server start-dev` serves its Web UI on its port + 1000 unless told `--ui-port`."""
-
-
-def default_web_ui(address: str, settings: EnvironmentSettings) -> str | None:
-    """The Web UI of the Temporal server at `address`, found from the settings the worker uses
-    (`runtime/settings.py`), or None for a server that is not on this machine:
-
-    - the worker's own dev server (`address` on `TEMPORAL_DEV_PORT`): `TEMPORAL_DEV_UI_PORT`,
-      the port the worker gave it (`worker.py`);
-    - another local server: its port + 1000, where `temporal server start-dev` puts it.
-
-    `--web-ui URL` (or `AGENT_WEB_UI_URL`) names any other (Temporal Cloud, a shared server)."""
-    host, _, port_text = address.rpartition(":")
-    if host.strip("[]").lower() not in LOCAL_HOSTS:
-        return None
-    port = int(port_text) if port_text.isdigit() else settings.dev_server_port
-    ui_port = (
-        settings.dev_server_ui_port if port == settings.dev_server_port else port + UI_PORT_OFFSET
-    )
-    return f"http://localhost:{ui_port}"
-
-
 async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     """Run the server until it is stopped (see the module docstring)."""
     require("server", "agent serve")
@@ -83,6 +58,7 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
 
     from durable_agents.client.connection import connect
     from durable_agents.errors import InvalidInput
+    from durable_agents.runtime.web_ui import web_ui_link
     from durable_agents.servers.auth.authenticator import server_authenticator
     from durable_agents.servers.http_api.app import create_app
     from durable_agents.servers.http_api.config import ConfigError, ServeConfig
@@ -90,12 +66,16 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
     target = ctx.target
     authenticator = server_authenticator(target.settings, args.host)
     try:
+        web_ui = web_ui_link(target.address, target.settings, args.web_ui)
+    except ValueError as error:
+        raise InvalidInput(str(error), field="web_ui") from None
+    try:
         config = ServeConfig.from_env(
             namespace=target.namespace,
             task_queue=target.task_queue,
             cors_origins=tuple(args.cors_origin or ()),
             allowed_hosts=(args.host, *(args.allowed_host or ())),
-            web_ui_url=args.web_ui or default_web_ui(target.address, target.settings),
+            web_ui=web_ui,
             stream_reading=args.stream_read,
             authenticator=authenticator,
         )
@@ -114,11 +94,11 @@ async def serve(args: argparse.Namespace, ctx: CommandContext) -> int:
         )
     )
     auth = authenticator.describe()
-    web_ui = config.web_ui_url or "none (--web-ui URL)"
+    web_ui_line = await web_ui.describe()
     print(
         f"agent serve: http://{args.host}:{args.port}/ (console), /v1 (API), /agui (AG-UI), "
         f"/openapi.json · Temporal {target.address} namespace {target.namespace} · task queue "
-        f"{target.task_queue} · Web UI {web_ui} · {auth}",
+        f"{target.task_queue} · Web UI {web_ui_line} · {auth}",
         file=sys.stderr,
         flush=True,
     )
