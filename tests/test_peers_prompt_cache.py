@@ -90,6 +90,7 @@ def test_the_table_has_a_row_per_system_and_case_with_its_share_or_its_error() -
         "systems": {
             "ours": {"tool_run": {"max_context_tokens": 2000, **shares}},
             "openai-agents": {"session": {"error": "RuntimeError: no session"}},
+            "pydantic-ai": {"tool_run": {**shares, "error": "WorkflowFailureError: 400"}},
         },
     }
     assert cache.rows(measured) == [
@@ -110,6 +111,16 @@ def test_the_table_has_a_row_per_system_and_case_with_its_share_or_its_error() -
             "–",
             "cannot run: RuntimeError: no session",
             "–",
+        ],
+        [
+            "pydantic-ai",
+            "30-step tool run",
+            "4",
+            "1,050",
+            "700",
+            "66.7% (81.2% without 1 after another client); stopped after 4 calls: "
+            "WorkflowFailureError: 400",
+            "call 3: 0.800",
         ],
     ]
     printed = report.text({"servers": {"tuned": {"cache": measured}}})

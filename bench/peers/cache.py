@@ -132,12 +132,17 @@ SCRIPTS: dict[str, Callable[[dict[str, int]], prompt_cache.Script]] = {
 async def one_case(
     bench: Bench, system: System, case: str, upstream: str, size: dict[str, int]
 ) -> dict[str, Any]:
-    """One case on a fresh worker of `system` behind its own metering proxy: the shares."""
+    """One case on a fresh worker of `system` behind its own metering proxy: the shares; a
+    run that failed (e.g. its prompt outgrew the server's context) has them over the calls
+    it made, and its error."""
+    error: dict[str, str] = {}
     with prompt_cache.scripted_proxy(upstream, SCRIPTS[case](size)) as proxy:
         proc, queue = system.worker(bench, model_url=proxy.base_url)
         try:
             drive = DRIVERS[case](bench.client, system, queue, size)
             await asyncio.wait_for(drive, timeout=CASE_TIMEOUT_SECONDS)
+        except Exception as failed:
+            error["error"] = f"{type(failed).__name__}: {failed}"[:300]
         finally:
             bench.stop_worker(proc)
     calls = proxy.metered
@@ -145,6 +150,7 @@ async def one_case(
     return {
         "max_context_tokens": window,
         **prompt_cache.shares(calls, prompt_cache.cut_calls(calls), proxy.disturbed),
+        **error,
     }
 
 
@@ -192,7 +198,7 @@ def rows(cache: dict[str, Any]) -> list[list[str]]:
                 if case == "tool_run"
                 else f"{cache['turns']}-turn session"
             )
-            if "error" in part:
+            if "error" in part and part.get("cache_share_after_first") is None:
                 found.append([name, label, "–", "–", "–", f"cannot run: {part['error']}", "–"])
                 continue
             found.append([name, label, *figures(part)])
@@ -207,6 +213,8 @@ def figures(part: dict[str, Any]) -> list[str]:
     if part["calls_after_another_client"] and part["cache_share_after_first_undisturbed"]:
         alone = part["cache_share_after_first_undisturbed"]
         cell += f" ({alone:.1%} without {part['calls_after_another_client']} after another client)"
+    if "error" in part:
+        cell += f"; stopped after {part['calls']} calls: {part['error']}"
     worst = part["worst_reread"]
     reread = "–" if worst is None else f"call {worst['call']}: {worst['full_prompt_rereads']:.3f}"
     return [
