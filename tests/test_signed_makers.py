@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,11 @@ import pytest
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
+from durable_agents.client import AgentClient
+from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.contracts.approvals import HumanDecision
-from durable_agents.contracts.maker_signature import SignedMessage
-from durable_agents.contracts.principals import DecisionMaker
+from durable_agents.contracts.maker_signature import SIGN_MAKERS_ACTIVITY, SignedMessage
+from durable_agents.contracts.principals import DecisionMaker, Principal
 from durable_agents.runtime.decision_key import (
     DECISION_KEY_ENV,
     DECISION_KEY_FILE_ENV,
@@ -35,10 +38,11 @@ from durable_agents.runtime.decision_key import (
     signature,
     signature_matches,
 )
-from tests.conftest import AgentHarness
+from tests.conftest import AgentHarness, local_activities
 from tests.replaying import assert_replays
 from tests.test_access_attacks import TALLY
 from tests.test_cli_approval_flow import Cli
+from tests.test_session_forwarding import write_model
 from tests.test_tenant_attacks import (
     TWO_PERSON,
     People,
@@ -50,6 +54,8 @@ from tests.test_tenant_attacks import (
 FORGED = {"name": "anna", "tenant": "acme", "self_declared": False}
 """alice (or anyone who can signal the run) claiming to be anna, signed by a server."""
 SIGNED_ANNA = DecisionMaker(name="anna", tenant="acme", self_declared=False)
+ALICE = Principal(name="alice", tenant="acme", roles=frozenset({"start", "approve", "read"}))
+SIGNED_ALICE = DecisionMaker(name="alice", tenant="acme", self_declared=False)
 
 
 async def waits_for_w1(handle: WorkflowHandle[Any, Any]) -> bool:
@@ -131,6 +137,33 @@ async def test_a_forged_maker_cannot_approve_and_a_copied_signature_is_not_belie
 
     await assert_replays(history)
     await assert_replays(await other_handle.fetch_history())
+
+
+async def test_a_session_signs_what_it_forwards_to_its_child_turn(agent: AgentHarness) -> None:
+    """Alice's approval (the `decide` update) and rejection (the `reject` signal, `*`) sent to
+    her session reach its child turns signed for them: each turn records her as signed, and
+    the session's history holds the signatures it made for them."""
+    agent.fake.set_handler(write_model)
+    alices = AgentClient(agent.client, task_queue=agent.task_queue, principal=ALICE)
+    session = await alices.start_session({"turns": "child"}, id=f"signed-{uuid.uuid4().hex[:8]}")
+    for text, turn in (("write a", 1), ("write b", 2)):
+        await session.send_nowait(text)
+        request = await session.next_request()
+        assert request is not None and request.call_id.startswith("call_"), request
+        if turn == 1:
+            decision = await session.approve(request.call_id, digest=request.args_digest)
+            assert decision.maker == SIGNED_ALICE
+        else:
+            assert await session._calls.decide_all("reject", reason="not b")
+        turn_run = agent.client.get_workflow_handle(
+            f"{session.id}/turn-{turn}", result_type=AgentResult
+        )
+        result = await turn_run.result()
+        [step] = [s for s in result.steps if s.human is not None]
+        assert step.human is not None and step.human.maker == SIGNED_ALICE, step.human
+    signed = [a for a, _ in await local_activities(session.workflow) if a == SIGN_MAKERS_ACTIVITY]
+    assert len(signed) == 2
+    await session.end()
 
 
 def test_the_decision_key_comes_from_the_environment_or_a_private_file(tmp_path: Path) -> None:
