@@ -326,11 +326,11 @@ async def test_encrypted_run_works_and_history_holds_only_ciphertext(
     # The calculator ran as a local activity: its result and summary are encrypted (above). In
     # clear, by design (docs/encryption.md, "Not encrypted"): the SDK's marker data of which
     # activity ran, when and at which attempt; the id of the patch every new run takes
-    # (`agent-definition`: its marker, and the SDK's `TemporalChangeVersion` that lists it).
+    # (`agent-definition-once`: its marker, and the SDK's `TemporalChangeVersion` that lists it).
     clear = [json.loads(p.data) for p in encrypted_run.clear_payloads()]
     assert [d if isinstance(d, list) else d.get("activity_type") or d["id"] for d in clear] == [
-        "agent-definition",
-        ["agent-definition"],
+        "agent-definition-once",
+        ["agent-definition-once"],
         "calculator",
     ]
     assert SECRET.decode() not in json.dumps(clear)

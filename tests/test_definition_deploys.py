@@ -6,8 +6,8 @@ worker A stops and worker B starts, serving version 2 (another prompt, a `lookup
 schema; `on_new_definition` left at `keep`):
 
 - the waiting run finishes on version 1: the model is told version 1's tool schema after the
-  approval, and its history holds the definition it started with and, as it ends, that it kept
-  it while the worker had version 2;
+  approval, and its history holds the definition it started with (once: a one-shot run has no
+  turn boundary, so it records nothing as it ends);
 - the session's next turn keeps version 1 and records `kept` (the worker's digest and label);
 - worker C (version 3, `on_new_definition: migrate_at_turn`) replaces B: the session's next turn
   migrates, records `migrated` from version 1's digest to version 3's, and the model is told
@@ -176,8 +176,10 @@ async def test_runs_waiting_across_deploys_keep_then_migrate_and_replay(
         assert told(model.last_request)[0] == PROMPTS["3"]
         assert set(told(model.last_request)[1]) == {"order", "detail"}
 
+    # (a one-shot run has no turn boundary: it records the definition it started with, once,
+    # and nothing as it ends, `agent-definition-once`; tests/test_definitions_once.py)
     run_records = [(r.outcome, r.label, r.previous) for r in await records(client, run)]
-    assert run_records == [("started", "support@1", None), ("kept", "support@2", v1_digest)]
+    assert run_records == [("started", "support@1", None)]
     session_records = await records(client, session)
     assert [(r.outcome, r.turn, r.label) for r in session_records] == [
         ("started", None, "support@1"),

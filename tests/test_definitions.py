@@ -5,19 +5,24 @@ diff between two definitions (`loop.definition`, `loop.definition_diff`). The ru
 
 from __future__ import annotations
 
+import json
+
 from durable_agents.agent import Agent
 from durable_agents.cli.definitions import carried_definition
 from durable_agents.contracts.agent_input import AgentInput, AgentSettings
 from durable_agents.contracts.model_io import ToolSchema
 from durable_agents.loop.definition import (
     definition_of,
+    definition_on,
     end_record,
     pinned_tools,
     settings_of,
+    sparse_settings,
     turn_record,
     worker_settings,
 )
 from durable_agents.loop.definition_diff import definition_diff, diff_lines
+from tests.catalog import TEST_CATALOG
 
 
 def tool(name: str, *, description: str = "d", **properties: object) -> ToolSchema:
@@ -171,3 +176,25 @@ def test_a_one_shot_run_keeps_its_definition_to_its_end() -> None:
     assert (kept.outcome, kept.previous, kept.label, kept.definition) == (
         "kept", running.digest, "shop@2", None,
     )  # fmt: skip
+
+
+def test_the_settings_a_run_sends_to_be_recorded_give_its_definition_back() -> None:
+    """What a run that starts sends the `record_definition` activity (`agent-definition-once`):
+    its settings that differ from the defaults, from which the activity makes the definition."""
+    shop = Agent(
+        "shop", instructions="Sell things.", version="7", tools=["lookup"], max_iterations=4,
+        model="m2", fallback_models=["m3"], on_new_definition="migrate_at_turn",
+        approval_policy={"rules": [{"tools": "lookup", "action": "ask"}]},
+    )  # fmt: skip
+    sent = shop.input("hi").model_copy(update={"tenant": "acme", "memory_scope": "u1"})
+    sparse = sparse_settings(sent)
+    assert "prompt" not in sparse and "max_observation_chars" not in sparse  # (a default)
+    assert (sparse["max_iterations"], sparse["tenant"]) == (4, "acme")
+    back = AgentSettings.model_validate(json.loads(json.dumps(sparse)))
+    assert definition_of(back, [LOOKUP]) == definition_of(sent, [LOOKUP])
+    assert sparse_settings(AgentSettings()) == {}
+    # the activity's side: the schemas of the worker's tools the settings allow
+    calc = back.model_copy(update={"tools": ["calculator"]})
+    made = definition_on(calc, TEST_CATALOG.tools)
+    assert [t.name for t in made.tools] == ["calculator"] and made.label == "shop@7"
+    assert made == definition_of(calc, [TEST_CATALOG.tools.select(["calculator"])[0].schema()])

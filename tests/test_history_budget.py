@@ -36,10 +36,12 @@ EVENT_SLACK = 6
 """Workflow tasks can batch a signal with what follows it or not, depending on timing."""
 
 ONE_SHOT_EVENTS = 32
-ONE_SHOT_BYTES = 15_100
-"""(8 events and about 4 KB of them are the run's definition record, issue 37: the patch marker
-`agent-definition`, the SDK's `TemporalChangeVersion` upsert, the `record_definition` activity
-with its input and result, each the whole definition, and the workflow task that reads it.)"""
+ONE_SHOT_BYTES = 13_200
+"""(8 events and about 2.2 KB of them are the run's definition record, issue 37: the patch
+marker `agent-definition-once`, the SDK's `TemporalChangeVersion` upsert, the
+`record_definition` activity with the run's settings that differ from the defaults as its input
+and the whole definition as its result, and the workflow task that reads it; about 4.1 KB
+under `agent-definition`, which sent the whole definition as the input too.)"""
 ONE_SHOT_OBSERVATION = {
     "ActivityTaskCompleted fixed_output": 1,  # the tool's result
     # (not the next model call's delta: it names the output, which the worker keeps)

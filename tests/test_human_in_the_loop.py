@@ -195,8 +195,8 @@ async def test_ask_user_round_trip(scripted_agent: ScriptedHarness) -> None:
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
-    # (its definition as it starts, and as it ends after waiting for a person: issue 37)
-    assert scheduled == ["record_definition", "call_model", "call_model", "record_definition"]
+    # (its definition as it starts, issue 37; nothing as it ends: `agent-definition-once`)
+    assert scheduled == ["record_definition", "call_model", "call_model"]
 
 
 async def test_decide_update_refuses_bad_decisions_without_history(

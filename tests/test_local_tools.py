@@ -105,7 +105,7 @@ def test_a_local_failure_is_wrapped_as_an_activity_failure_would_be() -> None:
 
 
 async def markers(handle: Any) -> list[str]:
-    """The run's markers but patches' (every new run records one: `agent-definition`)."""
+    """The run's markers but patches' (every new run records one: `agent-definition-once`)."""
     return [
         e.marker_recorded_event_attributes.marker_name
         for e in (await handle.fetch_history()).events

@@ -107,7 +107,7 @@ def kinds(history: WorkflowHistory) -> list[EventType.ValueType]:
 
 def agent_upserts(history: WorkflowHistory) -> list[str]:
     """The agent search attributes a run upserted (not the SDK's `TemporalChangeVersion`, which
-    it upserts with each patch marker, `agent-definition` in every new run)."""
+    it upserts with each patch marker, `agent-definition-once` in every new run)."""
     upserts = [
         event.upsert_workflow_search_attributes_event_attributes.search_attributes
         for event in history.events

@@ -16,7 +16,8 @@ from tests.histories.record import WORKFLOW_ID, WORKFLOW_IDS
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 EXPECTED = {
-    "approval", "approval_timeout", "cancellation", "continue_as_new", "definitions", "local_model",
+    "approval", "approval_timeout", "cancellation", "continue_as_new", "definitions",
+    "definitions_approval", "definitions_once", "local_model",
     "local_tools", "mcp_tool", "parallel_tools", "plan_and_execute", "plan_and_execute_step",
     "session", "session_inline", "simple", "streamed", "sub_agent", "sub_agent_child",
     "search_attributes",

@@ -71,9 +71,23 @@ class AgentDefinition(BaseModel):
         return f"{self.name}@{self.version or self.digest[:12]}"
 
 
+class DefinitionRequest(BaseModel):
+    """The `record_definition` activity's input as a run (or a session's first turn) starts,
+    under the patch `agent-definition-once`: the run's settings that differ from their defaults.
+    The activity makes the definition from them and its worker's tools, so the history holds the
+    definition once, in the activity's result (`DefinitionRecord`, `started`), not also in its
+    input as `agent-definition` recorded it."""
+
+    settings: dict[str, Any] = Field(
+        description="`AgentSettings` as JSON, without the fields left at their defaults."
+    )
+
+
 class DefinitionRecord(BaseModel):
-    """What a run records about its definition (the `record_definition` activity's input,
-    echoed as its result, so replay reads back what the first execution saw).
+    """What a run records about its definition: the `record_definition` activity's result, so
+    replay reads back what the first execution saw (at a turn boundary the workflow makes the
+    record and the activity echoes it; as a run starts the activity makes it from a
+    `DefinitionRequest`, or echoed it too under `agent-definition` alone).
 
     At the start: `outcome` `started`, `definition` the run's. At a session's turn boundary:
     the digest the run had (`previous`), the worker's (`current`, with its `label`), and the

@@ -2,7 +2,10 @@
 boundary: pure functions, no Temporal, no I/O (docs/concepts/definitions.md).
 
 - `definition_of(settings, tools)`: the `AgentDefinition` a run with these settings goes by on a
-  worker offering these tool schemas, digest included.
+  worker offering these tool schemas, digest included; `definition_on(settings, registry)`: the
+  same with the schemas of the registry's tools the settings allow.
+- `sparse_settings` / `started_record`: what a run that starts sends the `record_definition`
+  activity (its settings that differ from the defaults), and what it records.
 - `definition_digest`: sha256 of the canonical JSON (sorted keys, no spaces) of every field but
   the name, the version and the digest itself.
 - `worker_settings`: the settings the worker's current definition of the run's agent gives it.
@@ -17,11 +20,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from durable_agents.contracts.agent_input import AgentSettings
 from durable_agents.contracts.definition import UNNAMED_AGENT, AgentDefinition, DefinitionRecord
 from durable_agents.contracts.model_io import ToolSchema
+
+if TYPE_CHECKING:
+    from durable_agents.tools.registry import ToolRegistry
 
 OWN_FIELDS = frozenset(
     {"system_prompt", "model", "fallback_models", "approval_policy", "on_new_definition"}
@@ -77,6 +83,21 @@ def definition_of(settings: AgentSettings, tools: Sequence[ToolSchema]) -> Agent
         settings=behaviour_settings(settings),
     )
     return made.model_copy(update={"digest": definition_digest(made)})
+
+
+def definition_on(settings: AgentSettings, registry: ToolRegistry) -> AgentDefinition:
+    """The definition a run with `settings` goes by where `registry` holds the tools: the
+    schemas of those its settings allow."""
+    return definition_of(settings, [tool.schema() for tool in registry.select(settings.tools)])
+
+
+def sparse_settings(settings: AgentSettings) -> dict[str, Any]:
+    """`settings` as JSON without the fields left at their defaults (an `AgentInput`'s prompt
+    and links left out): `AgentSettings.model_validate` gives the same settings back, and for
+    most runs it is a few names, where the definition is kilobytes."""
+    return settings.model_dump(
+        mode="json", include=set(AgentSettings.model_fields), exclude_defaults=True
+    )
 
 
 def worker_settings(settings: AgentSettings, defined: Mapping[str, Any] | None) -> AgentSettings:

@@ -38,7 +38,7 @@ from durable_agents.activities.cache_affinity import CacheAffinity
 from durable_agents.activities.chat_model import ChatModel
 from durable_agents.activities.code_sandbox import run_script_step
 from durable_agents.activities.context_cache import ContextCache
-from durable_agents.activities.definition_record import record_definition
+from durable_agents.activities.definition_record import definition_recorder
 from durable_agents.activities.maker_signature import check_decision_maker, sign_decision_makers
 from durable_agents.activities.model_activity import ModelActivities
 from durable_agents.activities.tool_activities import tool_activities
@@ -52,6 +52,7 @@ from durable_agents.tools.catalog import CATALOG, Catalog
 from durable_agents.tools.definition import Tool
 from durable_agents.tools.memory_store import MemoryStore
 from durable_agents.workflows.agent_workflow import AgentWorkflow
+from durable_agents.workflows.definitions import DEFINITION_MARKER
 from durable_agents.workflows.input_guard import InputCountGuard
 from durable_agents.workflows.refusals import LARGE_PAYLOADS_MARKER
 from durable_agents.workflows.search_attributes import SEARCH_ATTRIBUTES_MARKER
@@ -193,10 +194,13 @@ def workflow_interceptors(catalog: Catalog) -> list[Interceptor]:
 def configured_patches(catalog: Catalog) -> dict[str, bool]:
     """The patches whose first answer in a new run depends on the worker's configuration:
     keep the agent search attributes (its server has them), take the raised payload limits
-    (it stores large payloads outside history)."""
+    (it stores large payloads outside history); and one a new run no longer takes:
+    `agent-definition`, the definition echoed, which `agent-definition-once` replaced (only a
+    history that holds its marker answers yes, `workflows.definitions`)."""
     return {
         SEARCH_ATTRIBUTES_MARKER: catalog.search_attributes,
         LARGE_PAYLOADS_MARKER: catalog.large_payloads,
+        DEFINITION_MARKER: False,
     }
 
 
@@ -314,7 +318,7 @@ def engine_workers(
     activities: list[Callable[..., Any]] = [
         models.call_model,
         worker_policy_activity(policy or WorkerPolicy()),
-        record_definition,
+        definition_recorder(catalog.tools),
         check_decision_maker,
         sign_decision_makers,
         run_script_step,

@@ -422,6 +422,27 @@ async def definitions(client: Client, queue: str, model: fake.FakeOpenAIServer) 
     return client.get_workflow_handle(WORKFLOW_ID, run_id=handle.first_execution_run_id)
 
 
+async def definitions_approval(client: Client, queue: str, model: fake.FakeOpenAIServer) -> Any:
+    """A one-shot run that waits for an approval, recorded under `agent-definition-once`: its
+    definition made by the `record_definition` activity from its settings as it starts, and no
+    record as it ends (the session of `definitions`, recorded again under the same patch, is
+    `definitions_once`)."""
+    model.enqueue(
+        fake.tool_calls(fake.call("write_file", {"path": "d.txt", "content": "d"}, id="w1")),
+        fake.text("Written."),
+    )
+    handle = await client.start_workflow(
+        "AgentWorkflow",
+        {"prompt": "write it", "tools": ["write_file"], "agent_version": "1"},
+        id=WORKFLOW_ID,
+        task_queue=queue,
+    )
+    await wait_for_pending(handle)
+    await handle.signal("approve", {"call_id": "w1"})
+    await handle.result()
+    return handle
+
+
 SCENARIO_CATALOGS: dict[str, Catalog] = {
     "search_attributes": TEST_CATALOG.with_search_attributes(),
 }
@@ -444,6 +465,8 @@ SCENARIOS: dict[str, Scenario] = {
     "search_attributes": search_attributes,
     "local_model": local_model,
     "definitions": definitions,
+    "definitions_once": definitions,
+    "definitions_approval": definitions_approval,
 }
 
 
