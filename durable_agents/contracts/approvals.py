@@ -59,8 +59,9 @@ Maker = Annotated[
     Field(
         default=None,
         description="Set by a server (`AgentClient` with a principal): the authenticated "
-        "principal who decides; `by` is then that principal's name, whatever the body said. "
-        "Unset (the Temporal CLI, a plain signal): `by` is self-declared.",
+        "principal who decides, signed for this run; `by` is then that principal's name, "
+        "whatever the body said. Unset (the Temporal CLI, a plain signal), or a maker whose "
+        "signature does not verify: self-declared.",
     ),
 ]
 
@@ -159,8 +160,9 @@ class HumanDecision(BaseModel):
     outcome: Outcome
     by: str | None = None
     maker: DecisionMaker | None = none_omitted(
-        description="Who decided: the authenticated principal a server recorded "
-        "(`self_declared` False), or the `by` a plain signal named (`self_declared` True)."
+        description="Who decided: the authenticated principal a server signed, checked by the "
+        "run (`self_declared` False; recorded without its signature), or the name a plain "
+        "signal gave (`self_declared` True)."
     )
     at: datetime
     comment: str | None = None
