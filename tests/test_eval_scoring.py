@@ -5,7 +5,7 @@ scripted people's choice of who answers (cli/evaluation/scoring.py, report.py, r
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from durable_agents.cli.evaluation import report
-from durable_agents.cli.evaluation.runner import (
-    ScriptedPeople,
+from durable_agents.cli.evaluation.run_tree import (
+    ChildRun,
+    children_of,
+    has_ended,
     history_failures,
     history_latency,
+    last_run_id,
+)
+from durable_agents.cli.evaluation.runner import (
+    ScriptedPeople,
     model_slug,
     new_eval_id,
     plan_jobs,
@@ -36,7 +42,8 @@ from durable_agents.cli.evaluation.scoring import (
     summarize,
 )
 from durable_agents.cli.evaluation.suite import Expectations, Scenario, Suite
-from durable_agents.contracts.agent_result import ModelCall, ModelFailure
+from durable_agents.cli.evaluation.whole_run import RunPart, steps_of, whole_run
+from durable_agents.contracts.agent_result import ModelCall, ModelFailure, ToolStep
 from durable_agents.contracts.approvals import PendingRequest
 from durable_agents.contracts.budgets import ModelPrice
 from durable_agents.contracts.usage import TokenUsage
@@ -381,6 +388,52 @@ def test_failures_and_latency_from_history() -> None:
     assert history_failures([*events, local, patch]) == (3, 3)
     assert history_latency(events) == 4.0
     assert history_latency([]) is None
+
+
+def tool_step(tool: str, second: int, status: str = "ok") -> ToolStep:
+    at = NOW + timedelta(seconds=second)
+    return ToolStep(
+        iteration=1, call_id=f"c{second}", tool=tool, raw_arguments="{}", args={},
+        observation="x", status=status, started_at=at, finished_at=at,
+    )  # fmt: skip
+
+
+def test_the_whole_run_is_the_run_and_its_child_runs() -> None:
+    parent = RunPart(
+        workflow_id="r", steps=1, turns=2, known_steps=[tool_step("write_file", 9)],
+        activity_retries=1,
+    )  # fmt: skip
+    step_1 = RunPart(
+        workflow_id="r/step-1", steps=2, turns=3, failed_models=1, activity_failures=1,
+        known_steps=[tool_step("calculator", 2, "error"), tool_step("calculator", 3)],
+    )  # fmt: skip
+    step_2 = RunPart(
+        workflow_id="r/step-2", steps=1, turns=1, known_steps=[tool_step("weather", 5)]
+    )
+
+    whole = whole_run([parent, step_1, step_2])
+    assert (whole.steps, whole.turns) == (4, 6) and steps_of([parent, step_1, step_2]) == 4
+    assert whole.tools == ["calculator", "calculator", "weather", "write_file"]  # as they started
+    assert whole.failures == Failures(
+        tool_errors=1, failed_models=1, activity_failures=1, activity_retries=1
+    )
+    assert whole_run([parent]).failures.occurred and not whole_run([step_2]).failures.occurred
+
+
+def test_child_runs_and_the_last_run_of_a_chain_from_history() -> None:
+    started = [event(EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED, n) for n in (1, 2)]
+    for item, run_id in zip(started, "ab", strict=True):
+        execution = item.child_workflow_execution_started_event_attributes.workflow_execution
+        execution.workflow_id, execution.run_id = "r/step-1", run_id
+    other = event(EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED, 1)
+    # a step run again under the same id (after a replan) is a child run of its own
+    assert children_of([other, *started]) == [ChildRun("r/step-1", "a"), ChildRun("r/step-1", "b")]
+    continued = event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, 3)
+    continued.workflow_execution_continued_as_new_event_attributes.new_execution_run_id = "z"
+    assert last_run_id("a", started) == "a" and last_run_id("a", [*started, continued]) == "z"
+    closed = event(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, 4)
+    assert not has_ended([*started, continued]) and has_ended([*started, closed])
+    assert not has_ended([])
 
 
 def pending(call_id: str, tool: str = "write_file", kind: str = "approval") -> PendingRequest:

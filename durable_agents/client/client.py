@@ -299,12 +299,14 @@ class AgentClient:
         handle.run_id = run_id
         return handle
 
-    def run(self, workflow_id: str) -> RunHandle:
+    def run(self, workflow_id: str, *, run_id: str | None = None) -> RunHandle:
         """A handle on the run `workflow_id` (nothing is asked of the server yet: a run that
-        does not exist is `RunNotFound` at the first call)."""
+        does not exist is `RunNotFound` at the first call); `run_id`: its history is read from
+        that run on (`RunHandle.history_events`), e.g. a child run a parent's history names."""
         return RunHandle(
             self.client,
             workflow_id,
+            run_id=run_id,
             owner=self.owner,
             tenant=self.tenant,
             maker=self.maker,

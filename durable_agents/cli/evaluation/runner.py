@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,16 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
-
-from durable_agents.cli.evaluation.scoring import (
-    Failures,
-    RunRecord,
-    check,
-    cost_of,
-    new_tool_calls,
-)
+from durable_agents.cli.evaluation.run_tree import RunTree, history_failures, history_latency
+from durable_agents.cli.evaluation.scoring import RunRecord, check, cost_of
 from durable_agents.cli.evaluation.sessions import run_session_job
 from durable_agents.cli.evaluation.suite import (
     ApprovePerson,
@@ -47,6 +38,12 @@ from durable_agents.cli.evaluation.suite import (
     Responder,
     Scenario,
     Suite,
+)
+from durable_agents.cli.evaluation.whole_run import (
+    RunPart,
+    part_from_result,
+    part_from_status,
+    whole_run,
 )
 from durable_agents.client import AgentClient, RunHandle, render
 from durable_agents.client.outcome import RunOutcome
@@ -130,6 +127,9 @@ class ScriptedPeople:
     handle: RunHandle
     scenario: Scenario
     poll_seconds: float = POLL_SECONDS
+    count_steps: Callable[[], Awaitable[int | None]] | None = None
+    """The tool steps so far, for a cancel after N steps (default: the handle's `status`; a
+    run's: its `RunTree`'s, its child runs' steps included)."""
     actions: list[str] = field(default_factory=list)
     error: str | None = None
     _answered: set[str] = field(default_factory=set)
@@ -140,9 +140,9 @@ class ScriptedPeople:
         cancel = self.scenario.cancel
         while True:
             if cancel is not None and not self._cancelled:
-                status = await self._status()
-                if status is not None and status.steps >= cancel.after_steps:
-                    steps = f"{status.steps} tool step{'s' if status.steps != 1 else ''}"
+                done = await self._steps()
+                if done is not None and done >= cancel.after_steps:
+                    steps = f"{done} tool step{'s' if done != 1 else ''}"
                     await self._cancel(f"cancelled after {steps}")
             if not self._cancelled:
                 for request in await self._pending():
@@ -197,8 +197,11 @@ class ScriptedPeople:
             if action:
                 self.actions.append(action)
 
-    async def _status(self) -> AgentStatus | None:
-        return await self.handle.query_status()
+    async def _steps(self) -> int | None:
+        if self.count_steps is not None:
+            return await self.count_steps()
+        status = await self.handle.query_status()
+        return status.steps if status is not None else None
 
     async def _pending(self) -> list[PendingRequest]:
         try:
@@ -210,45 +213,8 @@ class ScriptedPeople:
 # -- reading a run back ------------------------------------------------------------------------
 
 
-LOCAL_ACTIVITY_MARKER = "core_local_activity"
-"""The marker a local activity leaves in history (a tool with `ToolOptions.local`): its
-`failure` is set when it failed or timed out, and its `data` detail (JSON written by the SDK
-core) holds the attempt it ended on."""
-
-
-def history_failures(events: Sequence[HistoryEvent]) -> tuple[int, int]:
-    """(failed or timed out activities, retried activity attempts) in a history, local
-    activities included."""
-    failed = retried = 0
-    for event in events:
-        if event.event_type in (
-            EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED,
-            EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT,
-        ):
-            failed += 1
-        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
-            retried += max(0, event.activity_task_started_event_attributes.attempt - 1)
-        elif event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
-            marker = event.marker_recorded_event_attributes
-            if marker.marker_name != LOCAL_ACTIVITY_MARKER:
-                continue
-            failed += marker.HasField("failure")
-            data = marker.details["data"].payloads if "data" in marker.details else []
-            attempt = json.loads(data[0].data).get("attempt", 1) if data else 1
-            retried += max(0, int(attempt) - 1)
-    return failed, retried
-
-
-def history_latency(events: Sequence[HistoryEvent]) -> float | None:
-    """Seconds from the first event to the last, on the server's clock."""
-    if not events:
-        return None
-    first, last = events[0].event_time.ToDatetime(), events[-1].event_time.ToDatetime()
-    return (last - first).total_seconds()
-
-
 def _from_result(result: AgentResult, suite: Suite) -> dict[str, Any]:
-    model_failures = sum(len(call.failed_models) for call in result.model_calls)
+    """The run's own ending, as its result says (its steps are its `RunPart`)."""
     cost = result.cost_usd
     if cost is None:
         cost = cost_of(result.model_calls, result.usage, result.model, suite.prices)
@@ -257,31 +223,18 @@ def _from_result(result: AgentResult, suite: Suite) -> dict[str, Any]:
         "answer": result.answer,
         "output": result.output,
         "answered_by": result.model,
-        "steps": len(result.steps) + result.steps_omitted,
-        # (a plan's goal steps are child runs: their model calls count too)
-        "turns": result.iterations
-        + sum(o.model_calls for o in (result.plan.outcomes if result.plan else [])),
-        "tools": [step.tool for step in result.steps],
-        "new_calls": new_tool_calls(result.steps),
         "usage": result.usage,
         "cost_usd": cost,
-        "tool_errors": sum(step.status == "error" for step in result.steps),
-        "failed_models": model_failures,
     }
 
 
 def _from_status(status: AgentStatus, suite: Suite) -> dict[str, Any]:
-    """A run without a result: what its last `status` says (the last few steps only)."""
+    """A run without a result: what its last `status` says."""
     return {
         "stop_reason": status.stop_reason,
         "answered_by": status.model,
-        "steps": status.steps,
-        "turns": status.iteration,
-        "tools": [step.tool for step in status.recent_steps],
         "usage": status.usage,
         "cost_usd": cost_of([], status.usage, status.model, suite.prices),
-        "tool_errors": sum(step.status == "error" for step in status.recent_steps),
-        "failed_models": 0,
     }
 
 
@@ -342,7 +295,8 @@ async def run_job(
     except AgentError as refused:
         record = RunRecord(**base, ending="failed", error=f"could not start: {refused}")
         return record.model_copy(update={"problems": check(job.scenario.expect, record)})
-    people = ScriptedPeople(run, job.scenario, poll_seconds)
+    tree = RunTree(agents, run)
+    people = ScriptedPeople(run, job.scenario, poll_seconds, count_steps=tree.steps_so_far)
     playing = asyncio.create_task(people.run())
     error: str | None = None
     try:
@@ -361,11 +315,11 @@ async def run_job(
         with contextlib.suppress(asyncio.CancelledError):
             await playing
     assert outcome is not None
-    return await _record(run, outcome, job, suite, base, people, error)
+    return await _record(tree, outcome, job, suite, base, people, error)
 
 
 async def _record(
-    run: RunHandle,
+    tree: RunTree,
     outcome: RunOutcome,
     job: Job,
     suite: Suite,
@@ -373,17 +327,23 @@ async def _record(
     people: ScriptedPeople,
     error: str | None,
 ) -> RunRecord:
+    """The ended run's record, read as a whole (its child runs included), and its verdict."""
+    run = tree.root
+    events = await run.history_events()
+    failed, retried = history_failures(events)
     read: dict[str, Any] = {}
+    own = RunPart(workflow_id=run.id, activity_failures=failed, activity_retries=retried)
     if outcome.result is not None:
         read = _from_result(outcome.result, suite)
-    else:
-        status = await run.query_status()
-        if status is not None:
-            read = _from_status(status, suite)
-    tool_errors = read.pop("tool_errors", 0)
-    failed_models = read.pop("failed_models", 0)
-    events = await run.history_events()
-    activity_failures, retries = history_failures(events)
+        own = part_from_result(run.id, outcome.result, failed, retried)
+    elif (status := await run.query_status()) is not None:
+        read = _from_status(status, suite)
+        own = part_from_status(run.id, status, failed, retried)
+    try:
+        parts = [own, *await tree.parts_below(events)]
+    except AgentError as unread:
+        parts, error = [own], error or f"could not read its child runs: {unread}"
+    whole = whole_run(parts)
     failure = None
     if outcome.result is None and outcome.ending not in ("cancelled",):
         failure = f"{outcome.error_type}: {outcome.message}"
@@ -393,12 +353,11 @@ async def _record(
         ending=outcome.ending,
         failure=failure,
         latency_seconds=history_latency(events),
-        failures=Failures(
-            tool_errors=tool_errors,
-            failed_models=failed_models,
-            activity_failures=activity_failures,
-            activity_retries=retries,
-        ),
+        steps=whole.steps,
+        turns=whole.turns,
+        tools=whole.tools,
+        new_calls=whole.new_calls,
+        failures=whole.failures,
         people=people.actions,
         error=error or people.error,
         **read,

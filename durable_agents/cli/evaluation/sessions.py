@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
+from durable_agents.cli.evaluation.run_tree import history_latency
 from durable_agents.cli.evaluation.scoring import (
     Failures,
     RunRecord,
@@ -65,7 +66,7 @@ async def run_session_job(
     """Make one session scenario to its end and return its scored record (never raises for
     the session's sake: one that could not start, failed or took too long is a record with an
     `error`)."""
-    from durable_agents.cli.evaluation.runner import ScriptedPeople, history_latency
+    from durable_agents.cli.evaluation.runner import ScriptedPeople
 
     run = agents.run(job.workflow_id)
     people = ScriptedPeople(run, job.scenario, poll_seconds)
