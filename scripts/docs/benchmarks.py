@@ -724,6 +724,28 @@ def bench_real_model() -> str:
     )
 
 
+@table("bench-peers-cache")
+def bench_peers_cache() -> str:
+    """Issue 36 part 1 on the peers: workload 6 of `make bench-peers` (`bench.peers.cache`),
+    each system's prompt-cache share over the same two cases on the same model server."""
+    from bench.peers.cache import HEADER
+    from bench.peers.cache import rows as cache_rows
+
+    run = load("peers-cache")
+    measured = run.result["servers"]["tuned"]["cache"]
+    server = measured["model_server"]
+    where = (
+        "the fake server acting as llama-server's cache (JSON characters / 4 as tokens): a "
+        "test of the plumbing, not a measurement"
+        if server == "fake"
+        else f"llama-server at `{server}`"
+    )
+    return (
+        f"Model server: {where}.\n\n{markdown_table(HEADER, cache_rows(measured))}\n\n"
+        f"{provenance(run)}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.docs.benchmarks", description=__doc__)
     sub = parser.add_subparsers(dest="action", required=True)
