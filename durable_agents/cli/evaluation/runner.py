@@ -8,13 +8,16 @@ id `<eval id>/<scenario>/<model>/<n>` (the eval id is `eval-<UTC time>-<random>`
 
 While the run goes on, `ScriptedPeople` polls the `pending_approvals` query and answers each
 new request with the first matching person of the scenario (the `decide` update for approvals,
-the `reply` signal for questions), and polls the `status` query to cancel after N steps. A
-request no person answers cancels the run at once (it would wait forever), and so does a run
-past its timeout: both are reported, never waited on.
+the `reply` signal for questions; a child run's requests are its parent's too), and counts the
+tool steps of the whole run to cancel after N: the `status` query of the run and of each of its
+child runs (`run_tree.RunTree`). A request no person answers cancels the run at once (it would
+wait forever), and so does a run past its timeout: both are reported, never waited on.
 
-When it has ended, the record is read from the result (or, for a cancelled or failed run, from
-the `status` query, which a worker still answers) and from the history: every run of the
-continue-as-new chain, for failed, timed out and retried activities and the latency.
+When it has ended, the record is read as a whole: the run and every child run under it (a
+plan's goal steps, sub-agents; `whole_run`), each from its result (or, for a cancelled or failed
+one, from the `status` query, which a worker still answers) and from its history (every run of
+the continue-as-new chain: failed, timed out and retried activities; the run's latency). Its
+answer, stop reason, tokens and cost are the run's own (a parent counts its children's tokens).
 """
 
 from __future__ import annotations

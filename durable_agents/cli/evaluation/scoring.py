@@ -1,7 +1,7 @@
 """Scoring of `agent eval`: pure functions, no I/O.
 
-A finished run becomes a `RunRecord` (what the result, the `status` query and the history
-said). `check` compares it with the scenario's `Expectations`; `metrics` sums a group of
+A finished run becomes a `RunRecord` (what the results, `status` queries and histories of the
+run and its child runs said: `whole_run`). `check` compares it with the scenario's `Expectations`; `metrics` sums a group of
 records into the numbers the report shows:
 
 - completion rate: the share of runs that met every expectation;

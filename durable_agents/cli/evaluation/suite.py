@@ -102,7 +102,8 @@ class ReplyPerson(_Responder):
 
 
 class CancelPerson(_Strict):
-    """Cancels the run once it has made `after_steps` tool steps (the `status` query)."""
+    """Cancels the run once it has made `after_steps` tool steps (the `status` query of the
+    run and of its child runs: a plan's goal steps, sub-agents)."""
 
     action: Literal["cancel"]
     after_steps: int = Field(ge=0)
@@ -115,7 +116,9 @@ Responder = ApprovePerson | RejectPerson | ReplyPerson
 
 
 class Expectations(_Strict):
-    """What a run must do to count as completed. Every given check must hold."""
+    """What a run must do to count as completed. Every given check must hold. The tools, steps,
+    turns and failures checked are the whole run's: its child runs' (a plan's goal steps,
+    sub-agents) with its own."""
 
     ending: Ending = Field(
         default="completed", description="completed (a result), or cancelled, failed, ..."
