@@ -64,7 +64,9 @@ test-install: $(STAMP)
 
 # Tests that kill worker processes or wait out timeouts (~10 s each), kept out of `make test`
 # (marker `slow`): a worker killed during a local model call (tests/test_local_model_calls.py),
-# exactly one span per call after a SIGKILL mid-run (tests/test_telemetry_kill.py, ~50 s).
+# exactly one span per call after a SIGKILL mid-run (tests/test_telemetry_kill.py, ~50 s), a
+# decision made over HTTP seen in a dev server's Web UI in chromium and in `agent audit`
+# (tests/test_web_ui_decision.py, ~20-40 s).
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
