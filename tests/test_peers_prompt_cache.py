@@ -17,6 +17,7 @@ import pytest
 from bench import prompt_cache
 from bench.peers import cache, report
 from durable_agents.contracts.usage import TokenUsage
+from durable_agents.testing import fake_openai as fake
 
 
 @pytest.fixture
@@ -126,3 +127,17 @@ def test_the_table_has_a_row_per_system_and_case_with_its_share_or_its_error() -
     printed = report.text({"servers": {"tuned": {"cache": measured}}})
     assert "6 prompt cache (model server: http://127.0.0.1:8080/v1)" in printed
     assert "66.7% (81.2% without 1 after another client)" in printed
+
+
+def test_a_request_the_server_refuses_reaches_the_client_as_it_came() -> None:
+    """llama-server refuses a prompt longer than its context with a 400: the client (a peer's
+    model activity) gets it at once, not after the proxy's ten minutes of retries; the
+    scripted step is not taken and nothing is metered."""
+    too_long = "the request exceeds the available context size"
+    with fake.FakeOpenAIServer() as server:
+        server.set_handler(lambda body: fake.error(400, too_long, type="exceed_context_size_error"))
+        upstream = server.base_url.rstrip("/")
+        with prompt_cache.scripted_proxy(upstream, prompt_cache.tool_run_script(2)) as proxy:
+            with pytest.raises(openai.BadRequestError, match=too_long):
+                ask(proxy, [{"role": "user", "content": "Add one twice."}], stream=True)
+            assert (proxy.asked, proxy.metered) == (0, [])
