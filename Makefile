@@ -95,6 +95,8 @@ bench: $(STAMP)
 
 # Issue 24: the same workloads on ours and on the real peers, each peer in its own venv under
 # bench/peers/.venvs/ (made here if missing; never a project dependency). < 20 min; --quick: smoke.
+# Workload 6, the prompt cache on the real model (issue 36): with `make real-model` serving,
+# PEERS_ARGS='--only 6 --server tuned --model-url <its base URL> --out /tmp/peers-cache'.
 PEERS_ARGS ?=
 bench-peers: $(STAMP)
 	bash bench/peers/venvs.sh $(PYTHON)
