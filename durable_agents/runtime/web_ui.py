@@ -57,9 +57,10 @@ def dev_server_ui(address: str, settings: EnvironmentSettings) -> str | None:
 
 
 async def answers_as_web_ui(url: str, timeout: float = PROBE_TIMEOUT_SECONDS) -> bool:
-    """Whether a Temporal Web UI answers at `url` (its settings, with a `Version`)."""
+    """Whether a Temporal Web UI answers at `url` (its settings, with a `Version`); asked
+    directly, never through a proxy of the environment (the guess is on this machine)."""
     try:
-        async with httpx.AsyncClient(timeout=timeout) as http:
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
             response = await http.get(url + SETTINGS_PATH)
         return response.status_code == 200 and "Version" in response.json()
     except (httpx.HTTPError, ValueError, TypeError):
