@@ -724,6 +724,71 @@ def bench_real_model() -> str:
     )
 
 
+# -- the site's pages: figures and a transcript recorded from runs too slow for `make test` ----
+
+
+def distributions(names: Sequence[str]) -> str:
+    """A count of distributions, with their names when there are only a few."""
+    shown = f"{len(names)}"
+    return shown if len(names) > 6 or not names else f"{shown}: {', '.join(names)}"
+
+
+@table("install-sizes")
+def install_sizes() -> str:
+    """docs/install.md: what the core install, each extra, `[all]` and `[dev]` weigh, each in
+    a fresh venv (`scripts.docs.install_sizes`)."""
+    from scripts.docs.install_sizes import Install
+
+    run = load("install-sizes")
+    core, *others = [Install.model_validate(one) for one in run.result["installs"]]
+    rows = [["the core: `.`", f"{core.megabytes} MB", "–", distributions(core.packages)]]
+    for one in others:
+        added = sorted(set(one.packages) - set(core.packages))
+        rows.append(
+            [f"`{one.spec}`", f"{one.megabytes} MB", f"+{one.megabytes - core.megabytes} MB",
+             distributions(added)]
+        )  # fmt: skip
+    header = ["`pip install`", "fresh venv", "over the core", "distributions (added to the core)"]
+    return (
+        f"{markdown_table(header, rows)}\n\n{provenance(run)} Each a fresh venv (`python -m venv`, "
+        "then `pip install -c constraints.txt SPEC`, the project's pins as `make run` installs "
+        "them), measured with `du -sm`: Python's own venv files and pip included."
+    )
+
+
+@table("stream-timeline")
+def stream_timeline() -> str:
+    """docs/events.md, "A session's timeline": a session's history events by who follows its
+    stream (`tests/test_stream_timeline.py`, run as a module to record)."""
+    run = load("stream-timeline")
+    r = run.result
+    rows = [
+        [who, f"{f['events']} ({f['events'] / r['turns']:g})", f["poll_updates"]]
+        for who, f in r["followed_by"].items()
+    ]
+    header = ["followed by", "history events (per turn)", "of them, poll updates"]
+    chars = " and ".join(map(str, r["reply_chars"]))
+    return (
+        f"{markdown_table(header, rows)}\n\n{provenance(run)} A session of {r['turns']} short "
+        f"streamed turns, the fake model writing each reply ({chars} characters) in pieces of "
+        f"{r['piece_chars']} characters, "
+        f"{r['piece_seconds'] * 1000:g} ms before each; its history's events once every turn is "
+        "answered."
+    )
+
+
+@table("rolling-deploy")
+def rolling_deploy() -> str:
+    """docs/fleet.md: `scripts/rolling_deploy.py`'s transcript, as a recorded run printed it."""
+    run = load("rolling-deploy")
+    r = run.result
+    transcript = "\n".join(line.rstrip() for line in r["transcript"].splitlines())
+    return (
+        f"{provenance(run)} The drain took {r['drain_seconds']:.0f} s of it.\n\n"
+        f"```text\n{transcript}\n```"
+    )
+
+
 @table("bench-peers-cache")
 def bench_peers_cache() -> str:
     """Issue 36 part 1 on the peers: workload 6 of `make bench-peers` (`bench.peers.cache`),
