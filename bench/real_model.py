@@ -1,6 +1,7 @@
 """Issue 32 parts 3 and 5: the seed eval suite, and the cost of a turn, against a real model.
 
     python -m bench.real_model eval --base-url URL --out FILE   # seed suite, ReAct and plan
+    python -m bench.real_model eval --mode plan_and_execute ...  # one mode only
     python -m bench.real_model cost --base-url URL --out FILE   # overhead per turn; vs naive
     python -m bench.real_model tools --base-url URL --out FILE  # native vs prompted tool calls
     python -m bench.real_model from-runs --base-url URL --out FILE   # evals from recorded runs
@@ -373,16 +374,18 @@ def provenance() -> dict[str, Any]:
     }
 
 
-async def measure_eval(base_url: str, root: Path) -> dict[str, Any]:
-    """The seed suite, ReAct then plan-and-execute."""
-    react = real_model_suite(SEED_SUITE, root / "seed-react.yaml", {})
-    plan = real_model_suite(SEED_SUITE, root / "seed-plan.yaml", {"mode": "plan_and_execute"})
+EVAL_MODES = {"react": {}, "plan_and_execute": {"mode": "plan_and_execute"}}
+"""`eval`'s modes: the seed suite's own defaults, then with `mode: plan_and_execute`."""
+
+
+async def measure_eval(base_url: str, root: Path, modes: list[str] | None = None) -> dict[str, Any]:
+    """The seed suite, ReAct then plan-and-execute (or only `modes`)."""
+    measured: dict[str, Any] = {}
     async with stack(base_url, root) as here:
-        modes = {
-            "react": await eval_mode(here, "react", react),
-            "plan_and_execute": await eval_mode(here, "plan", plan),
-        }
-    return {**provenance(), "modes": modes, "passed": True}
+        for mode in modes or list(EVAL_MODES):
+            suite = real_model_suite(SEED_SUITE, root / f"seed-{mode}.yaml", EVAL_MODES[mode])
+            measured[mode] = await eval_mode(here, mode, suite)
+    return {**provenance(), "modes": measured, "passed": True}
 
 
 async def naive_run(here: Stack, queue: str, scenario: dict[str, Any]) -> dict[str, Any]:
@@ -550,11 +553,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("part", choices=list(MEASURES))
     parser.add_argument("--base-url", required=True, help="the model server (make real-model)")
     parser.add_argument("--out", type=Path, required=True, help="the result JSON")
+    parser.add_argument(
+        "--mode", choices=list(EVAL_MODES), action="append", help="eval: only this mode"
+    )
     args = parser.parse_args(argv)
     root = args.out.with_suffix("")
     root.mkdir(parents=True, exist_ok=True)
     measure = MEASURES[args.part]
-    result = asyncio.run(measure(args.base_url, root))
+    if args.mode and args.part != "eval":
+        parser.error("--mode is for eval")
+    if args.mode:
+        result = asyncio.run(measure_eval(args.base_url, root, args.mode))
+    else:
+        result = asyncio.run(measure(args.base_url, root))
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("modes", "ours", "naive")}))
     return 0
