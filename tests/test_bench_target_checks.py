@@ -1,5 +1,6 @@
 """Target 6's fan-out check (`bench.stream`): what it counts and when it passes; target 5's
-replay figures (`bench.replay`), judged on wall time with the CPU time beside it.
+replay figures (`bench.replay`), judged on wall time with the CPU time beside it; issue 36's
+like-for-like targets against the peers (BENCHMARKS.md's `bench-peers` table).
 
 The stream's followers read through a query, which records nothing in a history, so the count
 the target used (poll updates in the sessions' histories) was 0.0 on both sides and its check
@@ -10,9 +11,13 @@ the dev server answered (its Prometheus `/metrics`), and a count of nothing is n
 from __future__ import annotations
 
 from bench import replay
-from bench.report import Row, replay_cell
+from bench.report import replay_cell
 from bench.stream import one_subscription_per_run, per_turn, queries_served
-from scripts.docs.benchmarks import unmeasured_fan_out
+from scripts.docs.benchmarks import (
+    approval_target,
+    like_for_like_targets,
+    ratio_target,
+)
 from tests.test_replay_configurations import HISTORIES, committed_history
 
 METRICS = """\
@@ -54,21 +59,6 @@ def test_queries_are_counted_at_the_frontend_in_every_namespace() -> None:
     assert queries_served("") == 0
 
 
-def test_a_run_recorded_before_the_query_count_shows_no_verdict() -> None:
-    """The recorded quick run's 0.0 / 0.0 PASS is shown as not measured; a run that counted
-    the queries keeps its row."""
-    row = Row(
-        "6 agent serve: stream polls per turn, 3 SSE clients / 1 follower",
-        "0.0 / 0.0", "–", "–", "one subscription per run", True,
-    )  # fmt: skip
-    old = {"latency": {"sse": {"poll_updates_per_turn": 0.0}}}
-    shown = unmeasured_fan_out(row, old)
-    assert shown.passed is None and "not measured" in shown.goal
-    assert shown.ours == "0.0 / 0.0 (updates)"
-    counted = {"latency": {"sse": {"poll_queries_per_turn": 7.0, "poll_updates_per_turn": 0.0}}}
-    assert unmeasured_fan_out(row, counted) == row
-
-
 # -- target 5: replay, judged on wall time, its CPU time recorded beside it --------------------
 
 
@@ -87,3 +77,54 @@ async def test_a_replay_records_its_cpu_time() -> None:
     times = await replay.replay_times("ours", history, repeats=2, cpu=cpu)
     assert len(times) == len(cpu) == 2
     assert all(seconds > 0 for seconds in cpu)
+
+
+# -- issue 36's like-for-like targets against the peers (BENCHMARKS.md's `bench-peers`) --------
+
+
+def turn_figures(wall: float, cpu: float) -> dict[str, float]:
+    return {"wall_ms_per_turn": wall, "cpu_ms_per_turn": cpu}
+
+
+def test_a_missed_per_turn_target_says_by_how_much() -> None:
+    missed = ratio_target("1 per turn", 20.0, ("openai-agents", 27.0), 1.5)
+    assert missed[3:6] == ["1.35x", "≥ 1.5x lower", "FAIL"]
+    assert missed[6] == "1.35x of 1.5x: ours 2.0 ms too slow (≤ 18.0 needed)"
+    met = ratio_target("1 per turn", 18.0, ("openai-agents", 27.0), 1.5)
+    assert met[3:] == ["1.50x", "≥ 1.5x lower", "PASS", ""]
+    assert ratio_target("1 per turn", None, ("openai-agents", 27.0), 1.5)[5] == "–"
+
+
+def test_the_approval_target_is_the_servers_cpu_with_the_workers_not_worse() -> None:
+    oa = {"server_cpu_ms_each": 27.0, "worker_cpu_ms_each": 22.0}
+    worse = approval_target(
+        "tuned",
+        {"ours": {"server_cpu_ms_each": 38.0, "worker_cpu_ms_each": 28.0}, "openai-agents": oa},
+    )
+    assert worse[1:3] == ["38 / 28", "27 / 22"] and worse[5] == "FAIL"
+    assert worse[6] == "server +11 ms (1.41x theirs); worker +6 ms (1.27x theirs)"
+    cheaper = {"server_cpu_ms_each": 25.0, "worker_cpu_ms_each": 22.0}
+    assert approval_target("tuned", {"ours": cheaper, "openai-agents": oa})[5:] == ["PASS", ""]
+    worker_worse = {"server_cpu_ms_each": 25.0, "worker_cpu_ms_each": 23.0}
+    assert approval_target("tuned", {"ours": worker_worse, "openai-agents": oa})[5] == "FAIL"
+    gone = approval_target("tuned", {"ours": cheaper, "openai-agents": {"error": "stalled"}})
+    assert gone[5:] == ["–", "not measured"]
+
+
+def test_like_for_like_compares_defaults_with_defaults_and_local_with_local() -> None:
+    """A peer's lever column (`+...`) is not its default: ours' default is compared with the
+    best peer default, and ours `+local model` with OpenAI Agents' `+local model`."""
+    results = {"servers": {"tuned": {"per_turn": {
+        "ours": turn_figures(20.0, 14.0),
+        "openai-agents": turn_figures(30.0, 21.0),
+        "pydantic-ai": turn_figures(46.0, 31.0),
+        "ours +local model": turn_figures(14.0, 16.0),
+        "openai-agents +local model +passthrough": turn_figures(19.6, 19.5),
+        "pydantic-ai +calculator in workflow +passthrough": turn_figures(10.0, 10.0),
+    }}}}  # fmt: skip
+    rows = like_for_like_targets(results)
+    wall_default, wall_local, cpu_default, cpu_local = rows
+    assert wall_default[2] == "30.0 (openai-agents)" and wall_default[5] == "PASS"
+    assert wall_local[2] == "19.6 (openai-agents +local model +passthrough)"
+    assert wall_local[3:6] == ["1.40x", "≥ 1.3x lower", "PASS"]
+    assert cpu_default[3] == "1.50x" and cpu_local[5] == "FAIL"

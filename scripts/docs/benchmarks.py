@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -148,21 +147,9 @@ def percent(share: float) -> str:
 # -- the tables ---------------------------------------------------------------------------------
 
 
-FAN_OUT_ROW = "6 agent serve: stream polls per turn"
-"""Target 6's fan-out row as `bench.stream` named it while it counted poll *updates*."""
-
-
-def unmeasured_fan_out(row: Row, stream: dict[str, Any]) -> Row:
-    """Target 6's fan-out row of a run recorded before `bench.stream` counted the poll queries
-    the server answered: it counted poll updates in the histories, which the stream's query
-    followers never make, so its 0.0 / 0.0 passed without measuring anything. Shown as not
-    measured; any other row as recorded."""
-    if not row.target.startswith(FAN_OUT_ROW) or "poll_queries_per_turn" in stream.get(
-        "latency", {}
-    ).get("sse", {}):
-        return row
-    why = "not measured: counted poll updates, the followers query"
-    return replace(row, ours=f"{row.ours} (updates)", goal=why, passed=None)
+MAKE_BENCH = "bench-full"
+"""The recorded full `make bench` (`bench.run_all`, every target at its full size) that the
+tables of its targets come from."""
 
 
 @table("bench-targets")
@@ -170,7 +157,7 @@ def bench_targets() -> str:
     """`make bench`'s table (`bench.run_all`): ours against the naive loop, as the run printed."""
     from bench.report import table as targets_table
 
-    run = load("bench-quick")
+    run = load(MAKE_BENCH)
     summary = run.result["summary.json"]
     shown = targets_table(recorded_rows(run))
     return (
@@ -181,11 +168,10 @@ def bench_targets() -> str:
 
 def recorded_rows(run: MeasuredRun, target: str = "") -> list[Row]:
     """The rows of a recorded `make bench` table (those of one `target` number: "6"), as the
-    run printed them but for a fan-out row it could not measure (`unmeasured_fan_out`)."""
+    run printed them."""
     from bench.report import Row
 
-    stream = run.result.get("6_stream.json", {})
-    rows = [unmeasured_fan_out(Row(**row), stream) for row in run.result["summary.json"]["rows"]]
+    rows = [Row(**row) for row in run.result["summary.json"]["rows"]]
     return [row for row in rows if row.target.split(" ")[0].rstrip(".") == target or not target]
 
 
@@ -196,7 +182,7 @@ def bench_stream() -> str:
     from bench.report import table as targets_table
     from bench.stream import WRITING_S
 
-    run = load("bench-quick")
+    run = load(MAKE_BENCH)
     latency = run.result["6_stream.json"]["latency"]
     return (
         f"{targets_table(recorded_rows(run, '6'))}\n\n{provenance(run)} "
@@ -213,7 +199,7 @@ def session_history() -> str:
     from bench.report import session_rows
     from bench.report import table as targets_table
 
-    run = load("bench-quick")
+    run = load(MAKE_BENCH)
     result = run.result["3_session_history.json"]
     return f"{targets_table(session_rows(result))}\n\n" + (
         f"{provenance(run)} Each turn adds {result['ours']['new_text_chars']:,} characters of "
@@ -227,7 +213,7 @@ def bench_large_document() -> str:
     from bench.large_document import rows as document_rows
     from bench.report import table as targets_table
 
-    run = load("bench-quick")
+    run = load(MAKE_BENCH)
     result = run.result["10_large_document.json"]
     runs = len(result["read_file"]["runs"])
     return (
@@ -243,7 +229,7 @@ def bench_code_mode() -> str:
     """Target 7's three strategies for a task of 10 tool calls (`bench.code_mode`)."""
     from bench.code_mode import table as strategies_table
 
-    run = load("bench-quick")
+    run = load(MAKE_BENCH)
     result = run.result["7_code_mode.json"]
     repeats = {r["repeats"] for r in result.values()}
     return (
@@ -647,8 +633,8 @@ def eval_real_model() -> str:
 @table("sizing-measured")
 def sizing_measured() -> str:
     """docs/sizing.md: the recorded figures its arithmetic starts from (waiting runs of ours on
-    one worker: RSS, CPU per approval; `bench.run_all --quick`, targets 4 and 9)."""
-    run = load("bench-quick")
+    one worker: RSS, CPU per approval; `make bench`, targets 4 and 9)."""
+    run = load(MAKE_BENCH)
     four = run.result["4_waiting.json"]["ours"]
     nine = run.result["9_scale.json"]
     rows = [
@@ -722,6 +708,121 @@ def bench_real_model() -> str:
             f"{real_model_line(r)} {provenance(run)}",
         ]
     )
+
+
+# -- issue 36's like-for-like targets against the real peers, and the levers (issue 34) --------
+
+
+def bench_levers() -> str:
+    """Each lever against today's defaults in the same run (`bench.levers`), as it printed."""
+    from bench.levers import table as levers_table
+
+    run = load("levers")
+    repeats = {row["repeats"] for row in run.result}
+    what = "; ".join(f"*{row['lever']}*: {row['what']}" for row in run.result)
+    return (
+        f"{levers_table(run.result)}\n\nThe levers: {what}.\n\n{provenance(run)} Target 1's "
+        f"workload (20-turn runs), medians of {min(repeats)} alternating runs each after a "
+        "warm-up; a ratio under 1 is the lever faster or cheaper than the baseline measured "
+        "beside it; the spread is the lever's, then the baseline's."
+    )
+
+
+def ratio_target(
+    label: str, ours: float | None, against: tuple[str, float] | None, goal: float
+) -> list[str]:
+    """A per-turn target, lower is better: ours against a peer's figure, `goal` times lower,
+    and, where it is missed, by how much (the milliseconds ours would have to lose)."""
+    from bench.report import verdict
+
+    if not ours or against is None:
+        return [label, "–" if not ours else f"{ours:.1f}", "–", "–", f"≥ {goal}x lower", "–", ""]
+    peer, theirs = against
+    ratio, needed = theirs / ours, theirs / goal
+    missed = "" if ratio >= goal else (
+        f"{ratio:.2f}x of {goal}x: ours {ours - needed:.1f} ms too slow (≤ {needed:.1f} needed)"
+    )  # fmt: skip
+    return [label, f"{ours:.1f}", f"{theirs:.1f} ({peer})", f"{ratio:.2f}x", f"≥ {goal}x lower",
+            verdict(ratio >= goal), missed]  # fmt: skip
+
+
+def approval_target(server: str, wait: dict[str, Any]) -> list[str]:
+    """Workload 4: server CPU per approval, ours at most OpenAI Agents', worker CPU not worse;
+    where missed, by how much."""
+    from bench.report import verdict
+
+    label = f"4 CPU ms an approval, server / worker, ours vs openai-agents ({server})"
+    goal = "server ≤ theirs, worker not worse"
+    ours, oa = wait.get("ours") or {}, wait.get("openai-agents") or {}
+    if "server_cpu_ms_each" not in ours or "server_cpu_ms_each" not in oa:
+        return [label, "–", "–", "–", goal, "–", "not measured"]
+    shown = [f"{side['server_cpu_ms_each']:.0f} / {side['worker_cpu_ms_each']:.0f}"
+             for side in (ours, oa)]  # fmt: skip
+    over = [
+        f"{what} +{ours[key] - oa[key]:.0f} ms ({ours[key] / oa[key]:.2f}x theirs)"
+        for key, what in (("server_cpu_ms_each", "server"), ("worker_cpu_ms_each", "worker"))
+        if ours[key] > oa[key]
+    ]
+    ratio = f"{oa['server_cpu_ms_each'] / ours['server_cpu_ms_each']:.2f}x"
+    return [label, shown[0], shown[1], ratio, goal, verdict(not over), "; ".join(over)]
+
+
+def like_for_like_targets(results: dict[str, Any]) -> list[list[str]]:
+    """Issue 36's targets against the peers, from one `make bench-peers` run: ours' default
+    against every peer's default per turn (≥ 1.5x), ours with local model calls against OpenAI
+    Agents' (≥ 1.3x), and the server's CPU per approval against OpenAI Agents' (workload 4)."""
+    from bench.peers.report import best_peer, figures_of
+    from bench.peers.systems import OA_LEVERS, OURS_LOCAL
+
+    rows = []
+    for server, entry in results["servers"].items():
+        per_turn = entry.get("per_turn") or {}
+        for key, what in (("wall_ms_per_turn", "wall"), ("cpu_ms_per_turn", "worker CPU")):
+            values = figures_of(per_turn, key)
+            defaults = {n: v for n, v in values.items() if "+" not in n}
+            local = values.get(OA_LEVERS.name)
+            rows.append(ratio_target(
+                f"1 per turn, {what} ms: default vs the best peer's default ({server})",
+                values.get("ours"), best_peer(defaults, lower=True), 1.5,
+            ))  # fmt: skip
+            rows.append(ratio_target(
+                f"1 per turn, {what} ms: `+local model` vs OpenAI Agents' ({server})",
+                values.get(OURS_LOCAL.name), None if not local else (OA_LEVERS.name, local), 1.3,
+            ))  # fmt: skip
+        if entry.get("waiting"):
+            rows.append(approval_target(server, entry["waiting"]))
+    return rows
+
+
+def bench_peers() -> str:
+    """`make bench-peers` (`bench.peers.run`): every figure per system and server, issue 36's
+    like-for-like targets, and the run's other targets for ours (each against the best peer,
+    as the run printed them but for its per-turn like-for-like rows, which issue 36's table
+    states with what a miss is short by)."""
+    from bench.peers.report import errors, figures, like_for_like, targets
+
+    run = load("peers")
+    r = run.result
+    systems = list(r["systems"])
+    issue_36 = ["target (issue 36)", "ours", "against", "ratio", "goal", "result", "missed by"]
+    printed_36 = [row for server, entry in r["servers"].items()
+                  for row in like_for_like(entry.get("per_turn") or {}, server)]  # fmt: skip
+    others = [row for row in targets(r) if row not in printed_36]
+    parts = [
+        markdown_table(["workload", *systems], figures(r)),
+        markdown_table(issue_36, like_for_like_targets(r)),
+        markdown_table(["target (ours)", "ours", "best peer", "ratio", "goal", "result"], others),
+    ]
+    found = errors(r)
+    if found:
+        parts.append("Errors:\n\n" + "\n".join(f"- {line}" for line in found))
+    size = r["size"]
+    parts.append(
+        f"{provenance(run)} A {r['mode']} run of {r['seconds']} s: per turn medians of "
+        f"{size['repeats']} runs each, {size['runs']}-run bursts, {size['calls']} model calls in "
+        f"workload 3, {size['waiting']:,} waiting runs; {r['machine']}."
+    )
+    return "\n\n".join(parts)
 
 
 # -- the site's pages: figures and a transcript recorded from runs too slow for `make test` ----
