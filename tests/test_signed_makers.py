@@ -38,6 +38,7 @@ from durable_agents.runtime.decision_key import (
     signature,
     signature_matches,
 )
+from durable_agents.runtime.settings import EnvironmentSettings
 from tests.conftest import AgentHarness, local_activities
 from tests.replaying import assert_replays
 from tests.test_access_attacks import TALLY
@@ -175,6 +176,8 @@ def test_the_decision_key_comes_from_the_environment_or_a_private_file(tmp_path:
     assert stat.S_IMODE(os.stat(named).st_mode) == 0o600
     assert decision_key(env) == key and len(key) == 64
     assert decision_key({**env, DECISION_KEY_ENV: "k" * 32}) == b"k" * 32
+    assert decision_key({**env, DECISION_KEY_ENV: ""}) == key  # compose's ${...:-} when unset
+    assert EnvironmentSettings.model_validate({DECISION_KEY_ENV: ""}).decision_key is None
     with pytest.raises(DecisionKeyError, match=DECISION_KEY_ENV):
         decision_key({DECISION_KEY_ENV: "short"})
     state = {"XDG_STATE_HOME": str(tmp_path / "state")}

@@ -350,6 +350,12 @@ class EnvironmentSettings(BaseSettings):
             raise ValueError("too short: use at least 16 characters")
         return value
 
+    @field_validator("decision_key", mode="before")
+    @classmethod
+    def _empty_decision_key_is_unset(cls, value: Any) -> Any:
+        """An empty `AGENT_DECISION_KEY` (compose's `${AGENT_DECISION_KEY:-}`) is unset."""
+        return None if value == "" else value
+
     @field_validator("decision_key")
     @classmethod
     def _long_decision_key(cls, value: SecretStr | None) -> SecretStr | None:
