@@ -10,20 +10,30 @@
    ran on v2, and that every approved file was written;
 5. wait until v1 is drained (no open pinned run) and stop it.
 
-It prints each step and the `temporal` commands it runs, with their output.
+It prints each step and the `temporal` commands it runs, with their output (of the looks at
+v1's drainage, the first and the last). With `--out FILE` it also writes that transcript, the
+outcome and how long the drain took as JSON: docs/fleet.md shows a recorded run,
+
+    python -m scripts.docs.benchmarks record rolling-deploy --result /tmp/deploy.json -- \\
+        .venv/bin/python -m scripts.rolling_deploy --runs 2 --out /tmp/deploy.json
+
+since most of a run is the server's drain (minutes), too long for `make test`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -39,14 +49,21 @@ def say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def cli(address: str, *args: str) -> str:
+def cli(address: str, *args: str, shown: bool = True) -> str:
+    """`temporal ARGS` against `address`; printed as typed with its output unless not `shown`
+    (then `cli_shown` prints it later); its output."""
     command = [str(temporal_cli()), *args, "--address", address]
-    shown = " ".join(["temporal", *args])
     out = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    print(f"$ {shown}\n{(out.stdout + out.stderr).rstrip()}", flush=True)
+    if shown:
+        print(cli_shown(args, out.stdout + out.stderr), flush=True)
     if out.returncode != 0:
-        raise RuntimeError(f"{shown} failed")
+        raise RuntimeError(f"temporal {' '.join(args)} failed: {out.stderr.strip()}")
     return out.stdout
+
+
+def cli_shown(args: tuple[str, ...], output: str) -> str:
+    """A `temporal` command as the reader types it, and its output."""
+    return f"$ {' '.join(['temporal', *args])}\n{output.rstrip()}"
 
 
 def worker_env(address: str, folder: Path, build_id: str) -> dict[str, str]:
@@ -99,7 +116,48 @@ async def until(probe: Any, what: str, timeout: float = 120) -> Any:
     raise RuntimeError(f"timed out waiting for {what}")
 
 
-async def deploy(runs: int, folder: Path) -> int:
+class Tee(io.StringIO):
+    """What the script prints, kept as well as printed (the transcript `--out` writes)."""
+
+    def __init__(self, printed: TextIO) -> None:
+        super().__init__()
+        self.printed = printed
+
+    def write(self, text: str) -> int:
+        self.printed.write(text)
+        return super().write(text)
+
+    def flush(self) -> None:
+        self.printed.flush()
+
+
+DRAIN_TIMEOUT_SECONDS = 420
+
+
+async def drain(address: str) -> float:
+    """Look at v1's drainage every half second until the server says drained (up to 7
+    minutes): the first and the last look printed, with how many came between; the seconds it
+    took."""
+    args = ("worker", "deployment", "describe-version",
+            "--deployment-name", DEPLOYMENT, "--build-id", "v1")  # fmt: skip
+    started, looks = time.monotonic(), 0
+
+    async def drained() -> bool:
+        nonlocal looks
+        out = cli(address, *args, shown=looks == 0)
+        looks += 1
+        done = "Drained" in out or "DRAINED" in out.upper().replace("_", "")
+        if done and looks > 1:
+            between = f"{looks - 2} more looks, " if looks > 2 else ""
+            print(f"... ({between}{time.monotonic() - started:.0f} s later)")
+            print(cli_shown(args, out), flush=True)
+        return done
+
+    await until(drained, "v1 to drain", timeout=DRAIN_TIMEOUT_SECONDS)
+    return round(time.monotonic() - started, 1)
+
+
+async def deploy(runs: int, folder: Path, outcome: dict[str, Any]) -> int:
     port, ui_port = free_port(), free_port()
     server = DevServer.start(db_file=folder / "dev.db", port=port, ui_port=ui_port)
     address = server.address
@@ -158,16 +216,11 @@ async def deploy(runs: int, folder: Path) -> int:
             problems.append(f"written {written}, expected {expected}")
 
         say("5. drain v1 and stop it")
-
-        async def drained() -> bool:
-            out = cli(address, "worker", "deployment", "describe-version",
-                      "--deployment-name", DEPLOYMENT, "--build-id", "v1")  # fmt: skip
-            return "Drained" in out or "DRAINED" in out.upper().replace("_", "")
-
-        await until(drained, "v1 to drain", timeout=420)
+        outcome["drain_seconds"] = await drain(address)
         print(f"v1 stopped: exit {await v1.stop()}")
         await session.signal("end", {"reason": "deployed"})
         print("OK" if not problems else "PROBLEMS:\n" + "\n".join(problems))
+        outcome["problems"] = problems
         return 0 if not problems else 1
     finally:
         for worker in workers:
@@ -178,9 +231,19 @@ async def deploy(runs: int, folder: Path) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.rolling_deploy", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", type=Path, help="write the transcript and outcome as JSON")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="rolling-deploy-") as tmp:
-        return asyncio.run(deploy(args.runs, Path(tmp)))
+    outcome: dict[str, Any] = {"runs": args.runs}
+    transcript = Tee(sys.stdout)
+    with (
+        tempfile.TemporaryDirectory(prefix="rolling-deploy-") as tmp,
+        contextlib.redirect_stdout(transcript),
+    ):
+        code = asyncio.run(deploy(args.runs, Path(tmp), outcome))
+    if args.out is not None:
+        outcome |= {"exit_code": code, "transcript": transcript.getvalue().strip("\n")}
+        args.out.write_text(json.dumps(outcome, indent=1) + "\n")
+    return code
 
 
 if __name__ == "__main__":

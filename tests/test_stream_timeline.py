@@ -5,35 +5,45 @@ what `agent serve`'s feed did) puts every poll in the session's history: two upd
 (accepted, completed) and often a workflow task, again and again. Read through the stream's
 poll *query* with a backoff (`runtime.event_stream.follow_events`, what the feed does now), it
 records nothing. Measured here on a session of two short streamed turns, three ways: nobody
-following, one update subscriber, and an SSE client of the real `agent serve`; the figures go
-to docs/events.md."""
+following, one update subscriber, and an SSE client of the real `agent serve`. docs/events.md
+shows a recorded run of the same measurement (`record`, run as a module: see its docstring)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
+import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.contrib.workflow_streams import WorkflowStreamClient
+from temporalio.testing import WorkflowEnvironment
 
 from durable_agents.contracts.events import EVENTS_TOPIC
 from durable_agents.testing import fake_openai as fake
-from tests.conftest import AgentHarness
+from tests.conftest import BIN, DEV_SERVER_ARGS, AgentHarness, agent_harness
 from tests.http_api_support import LiveApi, collect, live_api
 
 TURNS = ("I am Ann.", "Who am I?")
 REPLIES = ("Hello Ann, nice to meet you.", "You are Ann, you told me so.")
 POLL = "__temporal_workflow_stream_poll"
+PIECE_SECONDS, PIECE_CHARS = 0.05, 4
+"""The fake model writes each reply in pieces of 4 characters, waiting 50 ms before each."""
 
 
 def short_turns(agent: AgentHarness) -> None:
     agent.fake.enqueue(
-        *(fake.streamed(text, piece_seconds=0.05, piece_chars=4) for text in REPLIES)
+        *(
+            fake.streamed(text, piece_seconds=PIECE_SECONDS, piece_chars=PIECE_CHARS)
+            for text in REPLIES
+        )
     )
 
 
@@ -95,12 +105,12 @@ async def measured(agent: AgentHarness) -> dict[str, tuple[int, int]]:
                 await collect(api.http, f"/v1/sessions/{session}/events")
 
             arms: list[tuple[str, Callable[[str], Awaitable[Any]] | None]] = [
-                (f"an SSE client of agent serve --stream-read {reading}", sse_client)
+                (f"an SSE client of `agent serve --stream-read {reading}`", sse_client)
             ]
             if reading == "query":
                 arms[:0] = [
-                    ("nobody following", None),
-                    ("one poll-update subscriber (the feed before)", update_subscriber),
+                    ("nobody", None),
+                    ("one poll-update subscriber (`agent serve`'s feed before)", update_subscriber),
                 ]
             for name, follow in arms:
                 short_turns(agent)
@@ -108,11 +118,50 @@ async def measured(agent: AgentHarness) -> dict[str, tuple[int, int]]:
     return figures
 
 
+def by_follower(figures: dict[str, tuple[int, int]]) -> dict[str, dict[str, int]]:
+    """The figures as JSON names them: history events and poll updates, by who followed."""
+    return {k: {"events": v[0], "poll_updates": v[1]} for k, v in figures.items()}
+
+
 async def test_following_a_session_leaves_its_timeline_as_it_was(agent: AgentHarness) -> None:
     figures = await measured(agent)
-    print(json.dumps({k: {"events": v[0], "poll_updates": v[1]} for k, v in figures.items()}))
+    print(json.dumps(by_follower(figures)))
     quiet, updates, feed, feed_by_updates = figures.values()
     assert feed[1] == 0, "agent serve's feed records no poll in the session's history"
     assert updates[1] > 0 and feed_by_updates[1] > 0  # (what the measurement compares with)
     assert feed[0] <= quiet[0] + 6, (feed, quiet)  # timing moves a batch or a workflow task
     assert feed[0] < updates[0], (feed, updates)
+
+
+async def record(out: Path) -> None:
+    """The measurement above, once, on a dev server of its own, written to `out` as JSON: what
+    docs/events.md shows ("A session's timeline"), recorded with
+
+        python -m scripts.docs.benchmarks record stream-timeline --result /tmp/timeline.json \\
+            -- .venv/bin/python -m tests.test_stream_timeline --out /tmp/timeline.json
+    """
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(BIN / "temporal"),
+        dev_server_extra_args=DEV_SERVER_ARGS,
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        with fake.FakeOpenAIServer() as model, tempfile.TemporaryDirectory() as folder:
+            async with agent_harness(env, model, Path(folder)) as agent:
+                figures = await measured(agent)
+    finally:
+        await env.shutdown()
+    written = {
+        "turns": len(TURNS),
+        "reply_chars": [len(text) for text in REPLIES],
+        "piece_chars": PIECE_CHARS,
+        "piece_seconds": PIECE_SECONDS,
+        "followed_by": by_follower(figures),
+    }
+    out.write_text(json.dumps(written, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=record.__doc__)
+    parser.add_argument("--out", type=Path, required=True)
+    asyncio.run(record(parser.parse_args().out))
