@@ -22,6 +22,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
@@ -35,7 +37,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from durable_agents.contracts.definition import RECORD_DEFINITION_ACTIVITY
+from durable_agents.cli.definitions import record_inputs
 from tests import scripted_model as sm
 from tests.conftest import BIN, DEV_SERVER_ARGS, FAKE_MODEL, started_workers
 from tests.hitl_support import wait_for_pending
@@ -49,13 +51,7 @@ def definition_part(events: Sequence[HistoryEvent]) -> tuple[int, int]:
     """(events, bytes) the definition record takes: each `record_definition` activity's three
     events and the workflow task its completion wakes (three more), the `agent-definition*`
     patch markers and the `TemporalChangeVersion` upserts."""
-    scheduled = {
-        e.event_id
-        for e in events
-        if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name
-        == RECORD_DEFINITION_ACTIVITY
-    }
+    scheduled = record_inputs(events)
     taken: list[HistoryEvent] = []
     for index, event in enumerate(events):
         attrs = event.activity_task_completed_event_attributes
@@ -104,12 +100,7 @@ def counts(events: Sequence[HistoryEvent]) -> dict[str, int]:
         "bytes": sum(e.ByteSize() for e in events),
         "workflow_tasks": sum(e.event_type == E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED for e in events),
         "activities": sum(e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED for e in events),
-        "record_activities": sum(
-            e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and e.activity_task_scheduled_event_attributes.activity_type.name
-            == RECORD_DEFINITION_ACTIVITY
-            for e in events
-        ),
+        "record_activities": len(record_inputs(events)),
     }
 
 
@@ -210,3 +201,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
     asyncio.run(main(parser.parse_args().json))
+    sys.stdout.flush()
+    os._exit(0)  # (the SDK's runtime can abort at interpreter exit: sdk-python issue 300)

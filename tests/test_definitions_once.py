@@ -32,11 +32,8 @@ from temporalio.common import RawValue
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import PatchActivationInput, Worker
 
-from durable_agents.contracts.definition import (
-    RECORD_DEFINITION_ACTIVITY,
-    DefinitionRecord,
-    DefinitionRequest,
-)
+from durable_agents.cli.definitions import record_inputs
+from durable_agents.contracts.definition import DefinitionRecord, DefinitionRequest
 from durable_agents.runtime.inbound_payloads import worker_client
 from durable_agents.runtime.workers import WorkerTuning, engine_workers
 from durable_agents.workflows.definitions import DEFINITION_MARKER, DEFINITION_ONCE_MARKER
@@ -54,21 +51,17 @@ async def record_activities(
     client: Client, events: Sequence[HistoryEvent]
 ) -> list[tuple[Any, DefinitionRecord]]:
     """Each `record_definition` activity's input (as JSON) and result."""
-    scheduled = {
-        e.event_id: e.activity_task_scheduled_event_attributes.input.payloads[0]
-        for e in events
-        if e.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and e.activity_task_scheduled_event_attributes.activity_type.name
-        == RECORD_DEFINITION_ACTIVITY
-    }
+    scheduled = record_inputs(events)
     found = []
     for event in events:
         done = event.activity_task_completed_event_attributes
         if event.event_type == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED and (
             done.scheduled_event_id in scheduled
         ):
+            given = scheduled[done.scheduled_event_id]
+            assert given is not None
             sent, got = await client.data_converter.decode(
-                [scheduled[done.scheduled_event_id], done.result.payloads[0]],
+                [given, done.result.payloads[0]],
                 [RawValue, DefinitionRecord],
             )
             found.append((client.data_converter.payload_converter.from_payload(sent.payload), got))

@@ -6,8 +6,9 @@ schemas), the model and fallbacks, the approval policy and the other settings
 Each run's definition is read from its history, through `AgentClient` (`RunHandle.
 history_events`: the latest run of its continue-as-new chain): the definition its input carries
 from the run before (`definition`; a session's `carry.definition`), then the results of its
-`record_definition` activities (`contracts.definition.DefinitionRecord`). A run goes by the last
-of them: the one it started with, or the one a session migrated to at a turn boundary. With
+`record_definition` activities (`contracts.definition.DefinitionRecord`; the definition is in
+the result whichever way the run recorded it). A run goes by the last of them: the one it started
+with, or the one a session migrated to at a turn boundary. With
 `--json`, the diff as JSON (`loop.definition_diff.DefinitionDiff`, with the runs' ids).
 """
 
@@ -37,15 +38,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with")
 
 
-def record_payloads(events: Sequence[HistoryEvent]) -> list[Payload]:
-    """The result of each `record_definition` activity of a history, in order."""
-    scheduled = {
-        event.event_id
+def record_inputs(events: Sequence[HistoryEvent]) -> dict[int, Payload | None]:
+    """The input of each `record_definition` activity of a history, by its scheduled event's
+    id (a `DefinitionRequest`, or the record itself: `workflows.definitions`)."""
+    scheduled = [
+        (event.event_id, event.activity_task_scheduled_event_attributes)
         for event in events
         if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        and event.activity_task_scheduled_event_attributes.activity_type.name
-        == RECORD_DEFINITION_ACTIVITY
+    ]
+    return {
+        event_id: next(iter(attributes.input.payloads), None)
+        for event_id, attributes in scheduled
+        if attributes.activity_type.name == RECORD_DEFINITION_ACTIVITY
     }
+
+
+def record_payloads(events: Sequence[HistoryEvent]) -> list[Payload]:
+    """The result of each `record_definition` activity of a history, in order."""
+    scheduled = record_inputs(events)
     completed = [
         event.activity_task_completed_event_attributes
         for event in events

@@ -378,13 +378,20 @@ async def search_attributes(client: Client, queue: str, model: fake.FakeOpenAISe
     """A run on a worker whose server has the agent search attributes: the
     `agent-search-attributes` marker and an upsert at each change of phase, waiting for an
     approval in between (issue 39: it replays on a plain `Replayer`, with no catalog flags)."""
+    return await approved_write(client, queue, model, "sa.txt", {})
+
+
+async def approved_write(
+    client: Client, queue: str, model: fake.FakeOpenAIServer, path: str, settings: dict[str, Any]
+) -> Handle:
+    """A run with `settings` that writes `path` (its first letter) once its approval comes."""
     model.enqueue(
-        fake.tool_calls(fake.call("write_file", {"path": "sa.txt", "content": "s"}, id="w1")),
+        fake.tool_calls(fake.call("write_file", {"path": path, "content": path[0]}, id="w1")),
         fake.text("Written."),
     )
     handle = await client.start_workflow(
         "AgentWorkflow",
-        {"prompt": "write it", "tools": ["write_file"]},
+        {"prompt": "write it", "tools": ["write_file"], **settings},
         id=WORKFLOW_ID,
         task_queue=queue,
     )
@@ -427,20 +434,7 @@ async def definitions_approval(client: Client, queue: str, model: fake.FakeOpenA
     definition made by the `record_definition` activity from its settings as it starts, and no
     record as it ends (the session of `definitions`, recorded again under the same patch, is
     `definitions_once`)."""
-    model.enqueue(
-        fake.tool_calls(fake.call("write_file", {"path": "d.txt", "content": "d"}, id="w1")),
-        fake.text("Written."),
-    )
-    handle = await client.start_workflow(
-        "AgentWorkflow",
-        {"prompt": "write it", "tools": ["write_file"], "agent_version": "1"},
-        id=WORKFLOW_ID,
-        task_queue=queue,
-    )
-    await wait_for_pending(handle)
-    await handle.signal("approve", {"call_id": "w1"})
-    await handle.result()
-    return handle
+    return await approved_write(client, queue, model, "d.txt", {"agent_version": "1"})
 
 
 SCENARIO_CATALOGS: dict[str, Catalog] = {
