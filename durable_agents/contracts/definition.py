@@ -73,13 +73,15 @@ class AgentDefinition(BaseModel):
 
 class DefinitionRequest(BaseModel):
     """The `record_definition` activity's input as a run (or a session's first turn) starts,
-    under the patch `agent-definition-once`: the run's settings that differ from their defaults.
+    under the patch `agent-definition-once`: the run's settings that make its definition and
+    differ from their defaults (`loop.definition.sparse_settings`).
     The activity makes the definition from them and its worker's tools, so the history holds the
     definition once, in the activity's result (`DefinitionRecord`, `started`), not also in its
     input as `agent-definition` recorded it."""
 
     settings: dict[str, Any] = Field(
-        description="`AgentSettings` as JSON, without the fields left at their defaults."
+        description="`AgentSettings` as JSON: those the definition is made of, without the "
+        "ones left at their defaults."
     )
 
 

@@ -91,13 +91,19 @@ def definition_on(settings: AgentSettings, registry: ToolRegistry) -> AgentDefin
     return definition_of(settings, [tool.schema() for tool in registry.select(settings.tools)])
 
 
+DEFINING = frozenset(AgentSettings.model_fields) - NOT_BEHAVIOUR | {
+    "tools", "agent_name", "agent_version",
+}  # fmt: skip
+"""The settings a run's definition is made of: its own fields, its behaviour settings, the tool
+allowlist (the worker gives the schemas) and the name and version of its label."""
+
+
 def sparse_settings(settings: AgentSettings) -> dict[str, Any]:
-    """`settings` as JSON without the fields left at their defaults (an `AgentInput`'s prompt
-    and links left out): `AgentSettings.model_validate` gives the same settings back, and for
-    most runs it is a few names, where the definition is kilobytes."""
-    return settings.model_dump(
-        mode="json", include=set(AgentSettings.model_fields), exclude_defaults=True
-    )
+    """The settings of `settings` its definition is made of (`DEFINING`), as JSON, without those
+    left at their defaults: `definition_of` gives the same definition from them
+    (`AgentSettings.model_validate`), and for most runs they are a few names where the
+    definition is kilobytes. Who runs it, and an eval's recorded tool outputs, stay out."""
+    return settings.model_dump(mode="json", include=set(DEFINING), exclude_defaults=True)
 
 
 def worker_settings(settings: AgentSettings, defined: Mapping[str, Any] | None) -> AgentSettings:
