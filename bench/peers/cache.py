@@ -28,8 +28,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from temporalio.client import Client, WithStartWorkflowOperation, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.client import Client, WorkflowHandle
 
 from bench import prompt_cache
 from bench.harness import Bench
@@ -85,29 +84,19 @@ async def harness_session(
     """The harness's session: a `chat` message a turn (its `send_agent_message` update returns
     once the message is admitted, so the turn's end is read from `agent_status`), then `close`,
     which it drains."""
-
-    def chat(turn: int) -> dict[str, Any]:
-        payload = {
-            "prompt": prompt_cache.session_message(turn),
-            "tools": ["calculator"],
-            "max_turns": TURN_CALLS,
-        }
-        return {"type": "chat", "payload": payload}
-
-    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-        system.workflow,
-        {},
-        id=workflow_id,
-        task_queue=queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+    tools = ["calculator"]
+    first = prompt_cache.session_message(1)
+    handle = await system.start(
+        client, queue, first, tools, TURN_CALLS, workflow_id, close=False, message="chat"
     )
-    await client.execute_update_with_start_workflow(
-        "send_agent_message", chat(1), start_workflow_operation=start
-    )
-    handle = await start.workflow_handle()
     await turn_ended(handle)
     for turn in range(2, turns + 1):
-        await handle.execute_update("send_agent_message", chat(turn))
+        payload = {
+            "prompt": prompt_cache.session_message(turn),
+            "tools": tools,
+            "max_turns": TURN_CALLS,
+        }
+        await handle.execute_update("send_agent_message", {"type": "chat", "payload": payload})
         await turn_ended(handle)
     await handle.signal("close")
     await handle.result()

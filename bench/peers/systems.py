@@ -91,11 +91,12 @@ class System:
         max_turns: int,
         workflow_id: str,
         close: bool = True,
+        message: str = "ask",
     ) -> WorkflowHandle[Any, Any]:
         """Start one run of `prompt` with `tools` and at most `max_turns` model calls. The
-        harness: a session whose first message is the run; `close`: closed at once (the
-        harness drains it: it completes when the turn ends), else closed once approved
-        (closing denies pending approvals)."""
+        harness: a session whose first message (`ask`, or `chat` for a conversation) is the
+        run; `close`: closed at once (the harness drains it: it completes when the turn ends),
+        else closed once approved (closing denies pending approvals) or by the caller."""
         if not self.peer:
             payload = {
                 "prompt": prompt,
@@ -120,7 +121,7 @@ class System:
         )
         await client.execute_update_with_start_workflow(
             "send_agent_message",
-            {"type": "ask", "payload": params},
+            {"type": message, "payload": params},
             start_workflow_operation=start,
         )
         handle = await start.workflow_handle()

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
+from temporalio import workflow
 from temporalio.client import Client
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
@@ -69,6 +70,21 @@ def wrote(path: str, content: str) -> str:
 def run_limit(params: dict[str, Any]) -> int:
     """Most model calls a run may make: the workflow input's `max_turns` (ours: the same)."""
     return int(params.get("max_turns", 10))
+
+
+class Conversation:
+    """What the peers' session workflows share (issue 36's prompt-cache session,
+    `bench.peers.cache`): each turn is a `send` update of their own; the run ends once `close`
+    is signalled and the last turn has ended."""
+
+    _closed = False
+
+    @workflow.signal
+    def close(self) -> None:
+        self._closed = True
+
+    async def until_closed(self) -> None:
+        await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

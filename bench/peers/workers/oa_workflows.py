@@ -96,7 +96,7 @@ class OpenAIAgentsPeer:
 
 
 @workflow.defn(name="OpenAIAgentsSession")
-class OpenAIAgentsSession:
+class OpenAIAgentsSession(common.Conversation):
     """A conversation (issue 36's prompt-cache session, `bench.peers.cache`): each `send`
     update is a turn, `Runner.run` on the conversation so far plus the new message (the SDK's
     manual conversation management, `result.to_input_list()`); it completes once `close` is
@@ -107,11 +107,6 @@ class OpenAIAgentsSession:
         self._agent = make_agent(params)
         self._limit = common.run_limit(params)
         self._items: list[Any] = []
-        self._closed = False
-
-    @workflow.signal
-    def close(self) -> None:
-        self._closed = True
 
     @workflow.update
     async def send(self, text: str) -> str:
@@ -122,7 +117,7 @@ class OpenAIAgentsSession:
 
     @workflow.run
     async def run(self, params: dict[str, Any]) -> None:
-        await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
+        await self.until_closed()
 
 
 WORKFLOWS = [OpenAIAgentsPeer, OpenAIAgentsSession]

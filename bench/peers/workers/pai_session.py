@@ -21,18 +21,13 @@ agent = make_agent("session", "calculator")
 
 
 @workflow.defn(name="PydanticAISession")
-class PydanticAISession(PydanticAIWorkflow):
+class PydanticAISession(PydanticAIWorkflow, common.Conversation):
     __pydantic_ai_agents__: ClassVar[list[Agent[None, Any]]] = [agent]
 
     @workflow.init
     def __init__(self, params: dict[str, Any]) -> None:
         self._limits = UsageLimits(request_limit=common.run_limit(params) + 1)
         self._messages: list[Any] = []
-        self._closed = False
-
-    @workflow.signal
-    def close(self) -> None:
-        self._closed = True
 
     @workflow.update
     async def send(self, text: str) -> str:
@@ -42,4 +37,4 @@ class PydanticAISession(PydanticAIWorkflow):
 
     @workflow.run
     async def run(self, params: dict[str, Any]) -> None:
-        await workflow.wait_condition(lambda: self._closed and workflow.all_handlers_finished())
+        await self.until_closed()
