@@ -101,8 +101,8 @@ def test_the_approval_target_is_the_servers_cpu_with_the_workers_not_worse() -> 
         "tuned",
         {"ours": {"server_cpu_ms_each": 38.0, "worker_cpu_ms_each": 28.0}, "openai-agents": oa},
     )
-    assert worse[1:3] == ["38 / 28", "27 / 22"] and worse[5] == "FAIL"
-    assert worse[6] == "server +11 ms (1.41x theirs); worker +6 ms (1.27x theirs)"
+    assert worse[1:3] == ["38.0 / 28.0", "27.0 / 22.0"] and worse[5] == "FAIL"
+    assert worse[6] == "server +11.0 ms (1.41x theirs); worker +6.0 ms (1.27x theirs)"
     cheaper = {"server_cpu_ms_each": 25.0, "worker_cpu_ms_each": 22.0}
     assert approval_target("tuned", {"ours": cheaper, "openai-agents": oa})[5:] == ["PASS", ""]
     worker_worse = {"server_cpu_ms_each": 25.0, "worker_cpu_ms_each": 23.0}

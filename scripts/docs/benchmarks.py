@@ -713,6 +713,7 @@ def bench_real_model() -> str:
 # -- issue 36's like-for-like targets against the real peers, and the levers (issue 34) --------
 
 
+@table("bench-levers")
 def bench_levers() -> str:
     """Each lever against today's defaults in the same run (`bench.levers`), as it printed."""
     from bench.levers import table as levers_table
@@ -756,10 +757,10 @@ def approval_target(server: str, wait: dict[str, Any]) -> list[str]:
     ours, oa = wait.get("ours") or {}, wait.get("openai-agents") or {}
     if "server_cpu_ms_each" not in ours or "server_cpu_ms_each" not in oa:
         return [label, "–", "–", "–", goal, "–", "not measured"]
-    shown = [f"{side['server_cpu_ms_each']:.0f} / {side['worker_cpu_ms_each']:.0f}"
+    shown = [f"{side['server_cpu_ms_each']:.1f} / {side['worker_cpu_ms_each']:.1f}"
              for side in (ours, oa)]  # fmt: skip
     over = [
-        f"{what} +{ours[key] - oa[key]:.0f} ms ({ours[key] / oa[key]:.2f}x theirs)"
+        f"{what} +{ours[key] - oa[key]:.1f} ms ({ours[key] / oa[key]:.2f}x theirs)"
         for key, what in (("server_cpu_ms_each", "server"), ("worker_cpu_ms_each", "worker"))
         if ours[key] > oa[key]
     ]
@@ -794,6 +795,7 @@ def like_for_like_targets(results: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+@table("bench-peers")
 def bench_peers() -> str:
     """`make bench-peers` (`bench.peers.run`): every figure per system and server, issue 36's
     like-for-like targets, and the run's other targets for ours (each against the best peer,
