@@ -63,6 +63,10 @@ with workflow.unsafe.imports_passed_through():
 KEY_SEPARATOR = "/"
 """Between a child's key and the child's own call id in the ids shown at the parent."""
 
+CHILD_CANCEL_PATCH = "child-run-keeps-cancel"
+"""Runs that took it await their child runs through `child_result`, which keeps a cancel that
+comes with a child's end; histories recorded before it replay awaiting the child directly."""
+
 
 def agent_tool_schema(profile: AgentProfile) -> ToolSchema:
     """What the model is told about an agent profile: a tool taking a task."""
@@ -192,8 +196,9 @@ async def _run_child(
     token = workflow.uuid4().hex
     link = ParentLink(workflow_id=parent_id, call_key=key, token=token)
     children.expect(key, child_id, token)
+    keeps_cancel = workflow.patched(CHILD_CANCEL_PATCH)
     try:
-        result = await workflow.execute_child_workflow(
+        child = await workflow.start_child_workflow(
             "AgentWorkflow",
             child_input(params, pad, profile, task, link),
             id=child_id,
@@ -203,6 +208,7 @@ async def _run_child(
             static_summary=f"{profile.name}: {task[:200]}",
             memo=tenant_memo(params.tenant),
         )
+        result = await (child_result(child) if keeps_cancel else child)
     except ChildWorkflowError as error:
         if is_cancelled_exception(error):
             raise
@@ -211,6 +217,26 @@ async def _run_child(
             f"Error: the {profile.name} agent failed: {detail}", True, TokenUsage(), None, child_id
         )
     return child_answer(profile, result, child_id)
+
+
+async def child_result(child: workflow.ChildWorkflowHandle[Any, AgentResult]) -> AgentResult:
+    """The child run's result; if this run is cancelled meanwhile, the child is cancelled
+    (unless it has ended), waited for, and the cancel raised here.
+
+    Why not `await child`: temporalio (1.35) hands a task that awaits a child the child's
+    result when the cancel and the child's end come in one workflow task, and clears the
+    cancel (`_await_temporal_operation`, `uncancel`): the run went on as if never cancelled
+    (and a child that had failed or been terminated got a cancel command its state machine
+    refuses, failing the workflow task for good). Through `asyncio.shield` the cancel reaches
+    this task instead, and an ended child is left alone."""
+    try:
+        return await asyncio.shield(child)
+    except asyncio.CancelledError:
+        await asyncio.sleep(0)  # (no timer) a result that came with the cancel reaches `child`
+        if not child.done():
+            child.cancel()
+        await asyncio.wait([child])  # ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED
+        raise
 
 
 def child_answer(profile: AgentProfile, result: AgentResult, child_id: str) -> Delegated:
