@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import sys
 import time
 import uuid
@@ -513,7 +514,7 @@ async def measure_from_runs(base_url: str, root: Path) -> dict[str, Any]:
     return {
         **provenance(),
         "recorded": recorded,
-        "command": "agent " + " ".join(args[:-2]),
+        "command": shlex.join(["agent", *args[:-2]]),
         "exit_code": code,
         "printed": printed,
         "report": report,

@@ -394,6 +394,39 @@ def bench_prompt_cache() -> str:
     return markdown_table(header, rows) + "\n\n" + provenance(whole, cut)
 
 
+@table("bench-prompt-cache-real")
+def bench_prompt_cache_real() -> str:
+    """Issue 36 part 1 on the real llama-server: the cache's share after the first call
+    (target at least 90%) and the worst re-read (target at most one whole prompt)."""
+    run = load("prompt-cache-real")
+    parts = {"tool_run": "-step tool run", "session": "-turn session"}
+    rows = []
+    for key, label in parts.items():
+        part = run.result[key]
+        size = part["steps"] if key == "tool_run" else part["turns"]
+        window = f"{part['max_context_tokens']:,}" if key == "tool_run" else "the default"
+        worst = part["worst_reread"]
+        met = part["cache_share_after_first"] >= 0.9 and worst["full_prompt_rereads"] <= 1
+        rows.append(
+            [
+                *cache_row(f"{size}{label}", window, part)[:6],
+                f"call {worst['call']}: {worst['full_prompt_rereads']:.3f}",
+                "PASS" if met else "FAIL",
+            ]
+        )
+    header = [
+        "case",
+        "window (`max_context_tokens`)",
+        "calls",
+        "prompt tokens after the first call",
+        "cached",
+        "share (goal ≥ 90%)",
+        "worst re-read: whole prompts (goal ≤ 1)",
+        "result",
+    ]
+    return f"{markdown_table(header, rows)}\n\n{provenance(run)}"
+
+
 @table("bench-context-fit")
 def bench_context_fit() -> str:
     """Issue 36 part 4: `fit_context`'s cost at turn 300 against turn 10 (`bench.context_fit`)."""
@@ -911,6 +944,31 @@ def bench_peers_cache() -> str:
     return (
         f"Model server: {where}.\n\n{markdown_table(HEADER, cache_rows(measured))}\n\n"
         f"{provenance(run)}"
+    )
+
+
+@table("eval-tool-calling")
+def eval_tool_calling() -> str:
+    """EVALS.md: native against prompted tool calling on the same cases and model
+    (`bench.real_model tools`)."""
+    run = load("real-model-tools")
+    modes = {name: run.result["modes"][name] for name in ("native", "prompted")}
+    return eval_modes_table(run, modes, "tool calling")
+
+
+@table("eval-from-runs-real")
+def eval_from_runs_real() -> str:
+    """docs/how-to/evals-from-runs.md: `agent eval --from-runs` against the real model, as it
+    printed (`bench.real_model from-runs`)."""
+    run = load("real-model-from-runs")
+    r = run.result
+    report = r["report"]
+    source, prompt = report["source"], report["system_prompt"]
+    argv = ["agent", "eval", "--from-runs", source, "--system-prompt", prompt]
+    command = shlex.join([*argv, "--concurrency", "1"])
+    return (
+        f"```text\n$ {command}\n{r['printed'].rstrip()}\n```\n\n"
+        f"{real_model_line(r)} {provenance(run)}"
     )
 
 
