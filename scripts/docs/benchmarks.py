@@ -966,9 +966,9 @@ def eval_from_runs_real() -> str:
     source, prompt = report["source"], report["system_prompt"]
     argv = ["agent", "eval", "--from-runs", source, "--system-prompt", prompt]
     command = shlex.join([*argv, "--concurrency", "1"])
-    return (
-        f"```text\n$ {command}\n{r['printed'].rstrip()}\n```\n\n"
-        f"{real_model_line(r)} {provenance(run)}"
+    return (  # (the lines first: a block whose first line is a fence is read as a code block)
+        f"{real_model_line(r)} {provenance(run)}\n\n"
+        f"```text\n$ {command}\n{r['printed'].rstrip()}\n```"
     )
 
 
