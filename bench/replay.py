@@ -21,7 +21,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from durable_agents.runtime.workers import WorkerTuning, build_replayer
+from durable_agents.runtime.workers import REPLAY_BUILD_ID, WorkerTuning, build_replayer
 from durable_agents.tools.catalog import CATALOG
 
 MAX_SECONDS = 1.0
@@ -46,7 +46,7 @@ async def replay_times(
         from bench.naive_workflow import NAIVE_WORKFLOWS
 
         workflows: list[type] = list(NAIVE_WORKFLOWS)
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"build_id": REPLAY_BUILD_ID}  # (ours' too: no module hash)
     else:
         workflows = []  # ours: build_replayer's, with the worker's interceptors and catalog
         runner = WorkerTuning(**(tuning or {})).worker_options().get("workflow_runner")

@@ -5,6 +5,8 @@ re-recording."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,3 +38,25 @@ async def test_recorded_history_replays(path: Path) -> None:
     replayer = build_replayer(TEST_CATALOG)
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_a_replay_does_not_hash_every_loaded_module() -> None:
+    """`build_replayer` names a build id, so a replay in a fresh process (`agent replay`, these
+    tests, bench target 5) skips the SDK's default one: a hash of every loaded module's
+    bytecode, about a third of a first replay's CPU, for an id a replay never uses."""
+    path = Path(__file__).parent / "histories" / "simple.json"
+    script = f"""
+import asyncio
+from temporalio.client import WorkflowHistory
+from temporalio.worker import _worker
+from durable_agents.runtime.workers import build_replayer
+from tests.catalog import TEST_CATALOG
+from tests.histories.record import WORKFLOW_ID
+history = WorkflowHistory.from_json(WORKFLOW_ID, open({str(path)!r}).read())
+result = asyncio.run(build_replayer(TEST_CATALOG).replay_workflow(history))
+print("hashed" if _worker._default_build_id else "not hashed")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "not hashed", done.stdout + done.stderr
