@@ -162,9 +162,12 @@ FIGURES_IN_THE_SITE = {
     "bench-issue-38": "docs/fleet.md",
     "bench-large-document": "docs/fleet.md",
     "bench-stream": "docs/events.md",
+    "stream-timeline": "docs/events.md",
+    "rolling-deploy": "docs/fleet.md",
 }
 """Figures the site's pages quoted by hand from old runs (issue 34), now rendered there from the
-recorded runs like BENCHMARKS.md's tables (and compared exactly by the test above)."""
+recorded runs like BENCHMARKS.md's tables (and compared exactly by the test above); the rolling
+deploy's transcript too, recorded since its drain takes minutes (scripts/rolling_deploy.py)."""
 
 
 def test_the_pages_figures_are_rendered_from_recorded_runs() -> None:
@@ -180,6 +183,8 @@ def test_the_pages_figures_are_rendered_from_recorded_runs() -> None:
         assert typed not in sessions
     for typed in ("| 3 workers | 0 of 450 (0%) | 4 030 (1.00x) |", "0.17 s and leaves 8.1 KiB"):
         assert typed not in fleet
+    assert "(about 4 minutes later)" not in fleet
+    assert "| nobody | 38 (19) | 0 |" not in (doc_excerpts.ROOT / "docs/events.md").read_text()
 
 
 def test_every_recorded_run_says_how_it_ran() -> None:
