@@ -863,6 +863,35 @@ def bench_peers() -> str:
 # -- the site's pages: figures and a transcript recorded from runs too slow for `make test` ----
 
 
+def distributions(names: Sequence[str]) -> str:
+    """A count of distributions, with their names when there are only a few."""
+    shown = f"{len(names)}"
+    return shown if len(names) > 6 or not names else f"{shown}: {', '.join(names)}"
+
+
+@table("install-sizes")
+def install_sizes() -> str:
+    """docs/install.md: what the core install, each extra, `[all]` and `[dev]` weigh, each in
+    a fresh venv (`scripts.docs.install_sizes`)."""
+    from scripts.docs.install_sizes import Install
+
+    run = load("install-sizes")
+    core, *others = [Install.model_validate(one) for one in run.result["installs"]]
+    rows = [["the core: `.`", f"{core.megabytes} MB", "–", distributions(core.packages)]]
+    for one in others:
+        added = sorted(set(one.packages) - set(core.packages))
+        rows.append(
+            [f"`{one.spec}`", f"{one.megabytes} MB", f"+{one.megabytes - core.megabytes} MB",
+             distributions(added)]
+        )  # fmt: skip
+    header = ["`pip install`", "fresh venv", "over the core", "distributions (added to the core)"]
+    return (
+        f"{markdown_table(header, rows)}\n\n{provenance(run)} Each a fresh venv (`python -m venv`, "
+        "then `pip install -c constraints.txt SPEC`, the project's pins as `make run` installs "
+        "them), measured with `du -sm`: Python's own venv files and pip included."
+    )
+
+
 @table("stream-timeline")
 def stream_timeline() -> str:
     """docs/events.md, "A session's timeline": a session's history events by who follows its
