@@ -355,6 +355,16 @@ def bench_issue_38() -> str:
     )
 
 
+CACHE_COLUMNS = [
+    "case",
+    "window (`max_context_tokens`)",
+    "calls",
+    "prompt tokens after the first call",
+    "cached",
+]
+"""The first columns of the prompt-cache tables (`cache_row`'s first five cells)."""
+
+
 def cache_row(case: str, window: str, part: dict[str, Any]) -> list[str]:
     cuts = part.get("calls_after_a_cut", [])
     return [
@@ -382,15 +392,7 @@ def bench_prompt_cache() -> str:
     if "session" in whole.result:
         session = whole.result["session"]
         rows.append(cache_row(f"{session['turns']}-turn session", "the default", session))
-    header = [
-        "case",
-        "window (`max_context_tokens`)",
-        "calls",
-        "prompt tokens after the first call",
-        "cached",
-        "share",
-        "calls after a cut: read anew / whole prompt",
-    ]
+    header = [*CACHE_COLUMNS, "share", "calls after a cut: read anew / whole prompt"]
     return markdown_table(header, rows) + "\n\n" + provenance(whole, cut)
 
 
@@ -415,11 +417,7 @@ def bench_prompt_cache_real() -> str:
             ]
         )
     header = [
-        "case",
-        "window (`max_context_tokens`)",
-        "calls",
-        "prompt tokens after the first call",
-        "cached",
+        *CACHE_COLUMNS,
         "share (goal ≥ 90%)",
         "worst re-read: whole prompts (goal ≤ 1)",
         "result",
