@@ -1,8 +1,8 @@
 """Scoring of `agent eval`: pure functions, no I/O.
 
 A finished run becomes a `RunRecord` (what the results, `status` queries and histories of the
-run and its child runs said: `whole_run`). `check` compares it with the scenario's `Expectations`; `metrics` sums a group of
-records into the numbers the report shows:
+run and its child runs said: `whole_run`). `check` compares it with the scenario's
+`Expectations`; `metrics` sums a group of records into the numbers the report shows:
 
 - completion rate: the share of runs that met every expectation;
 - average tool steps, model turns, tokens and cost per run;
