@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from durable_agents.runtime.log_format import JsonFormatter
+from durable_agents.runtime.log_format import CHATTY_LOGGERS, JsonFormatter, configure_logging
 from durable_agents.testing import fake_openai as fake
 from tests.conftest import AgentHarness
 
@@ -53,3 +53,22 @@ def test_json_formatter_keeps_structured_fields() -> None:
     assert line["agent"] == {"tool": "calc", "latency_ms": 3}
     assert line["temporal_workflow"] == {"workflow_id": "w1"}
     assert line["level"] == "INFO"
+
+
+def test_http_clients_log_each_request_only_at_debug() -> None:
+    """httpx logs every request at INFO (each model call, the Web UI probe): the worker keeps
+    it at WARNING unless it logs at DEBUG."""
+    root, levels = logging.getLogger(), {n: logging.getLogger(n).level for n in CHATTY_LOGGERS}
+    handlers, root_level = root.handlers[:], root.level
+    try:
+        configure_logging("INFO")
+        assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.NOTSET)
+        configure_logging("DEBUG")
+        assert logging.getLogger("httpx").getEffectiveLevel() == logging.DEBUG
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        root.handlers[:] = handlers
+        root.setLevel(root_level)

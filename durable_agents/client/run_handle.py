@@ -158,9 +158,10 @@ class RunHandle:
         """What the interface calls the digest, in the words of a `DigestMismatch` (the CLI:
         `--digest`)."""
         self.workflow: WorkflowRun = client.get_workflow_handle(
-            workflow_id, result_type=AgentResult
+            workflow_id, run_id=run_id, result_type=AgentResult
         )
-        """The temporalio handle (its result decodes as `AgentResult`)."""
+        """The temporalio handle (its result decodes as `AgentResult`; from `run_id` when
+        given, else the latest run of the id)."""
         self._answered: set[str] = set()
 
     def __repr__(self) -> str:

@@ -10,6 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 STRUCTURED_KEYS = ("agent", "temporal_workflow", "temporal_activity")
+CHATTY_LOGGERS = ("httpx", "httpcore")
+"""HTTP clients that log every request at INFO (the model client's calls, the Web UI probe):
+kept at WARNING unless the worker logs at DEBUG."""
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,3 +42,6 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        for chatty in CHATTY_LOGGERS:  # one INFO line per HTTP request: DEBUG keeps them
+            logging.getLogger(chatty).setLevel(logging.WARNING)

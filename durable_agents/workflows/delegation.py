@@ -232,7 +232,9 @@ async def child_result(child: workflow.ChildWorkflowHandle[Any, AgentResult]) ->
     try:
         return await asyncio.shield(child)
     except asyncio.CancelledError:
-        await asyncio.sleep(0)  # (no timer) a result that came with the cancel reaches `child`
+        # (no command) once this activation's callbacks have run, a result that came with
+        # the cancel has reached `child`
+        await workflow.wait_condition(lambda: True)
         if not child.done():
             child.cancel()
         await asyncio.wait([child])  # ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED

@@ -27,7 +27,6 @@ from durable_agents.client import AgentClient, RunHandle
 from durable_agents.client.connection import QUERY_TIMEOUT
 from durable_agents.client.outcome import await_outcome
 from durable_agents.client.workflow_calls import query_status
-from durable_agents.contracts.agent_result import AgentResult
 from durable_agents.errors import AgentError
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -146,9 +145,7 @@ class RunTree:
 
     async def _own_part(self, child: ChildRun, events: list[HistoryEvent]) -> RunPart:
         """What the child did by itself: from its result, else from its `status` query."""
-        last = self.agents.client.get_workflow_handle(
-            child.workflow_id, run_id=last_run_id(child.run_id, events), result_type=AgentResult
-        )
+        last = self.agents.run(child.workflow_id, run_id=last_run_id(child.run_id, events)).workflow
         failed, retried = history_failures(events)
         if has_ended(events):
             outcome = await await_outcome(last)
