@@ -83,6 +83,14 @@ VOLATILE = [
     (re.compile(r"^  progress \d+: ", re.MULTILINE), "  progress <n>: "),
     (re.compile(r"\bmcp-[0-9a-f]{8,}\b"), "mcp-<id>"),
     (re.compile(r"\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"), "<weekday>"),
+    # a session's token counts: the demo model's time answer names the weekday, whose length
+    # changes the prompt of the turns after it
+    (
+        re.compile(r'"prompt_tokens":\d+,"total_tokens":\d+'),
+        '"prompt_tokens":<n>,"total_tokens":<n>',
+    ),
+    (re.compile(r"(\d+ turns? · )\d+ tokens"), r"\1<n> tokens"),
+    (re.compile(r"prompt_tokens:\d+ total_tokens:\d+"), "prompt_tokens:<n> total_tokens:<n>"),
     (re.compile(r"\b(\d+|an?) (second|minute)s? ago\b"), "<a while> ago"),
     # a `temporal workflow list` row's StartTime within the last second
     (re.compile(r"^( +\w+ +\S+ +\w+Workflow +)now$", re.MULTILINE), r"\1<a while> ago"),
