@@ -280,25 +280,16 @@ def real_model_suite(source: Path, target: Path, extra_defaults: dict[str, Any])
     return target
 
 
+def agent_command(here: Stack, *args: str) -> list[str]:
+    """`agent ARGS` as `make run`'s CLI would run it against the stack's server and queue."""
+    connection = ("--address", here.address, "--task-queue", here.task_queue)
+    return [sys.executable, "-m", "durable_agents.cli.main", *connection, *args]
+
+
 async def agent_eval(here: Stack, suite: Path, out: Path, *flags: str) -> dict[str, Any]:
     """`agent eval SUITE --concurrency 1 --out OUT` against the stack; its results.json."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "durable_agents.cli.main",
-        "--address",
-        here.address,
-        "--task-queue",
-        here.task_queue,
-        "eval",
-        str(suite),
-        "--concurrency",
-        "1",
-        "--out",
-        str(out),
-        *flags,
-        cwd=ROOT,
-    )
+    eval_args = ("eval", str(suite), "--concurrency", "1", "--out", str(out), *flags)
+    process = await asyncio.create_subprocess_exec(*agent_command(here, *eval_args), cwd=ROOT)
     await asyncio.wait_for(process.wait(), EVAL_DEADLINE_SECONDS)
     results: dict[str, Any] = json.loads((out / "results.json").read_text())
     return results
@@ -478,11 +469,7 @@ FROM_RUNS_PROMPT = "Be terse. Double-check every calculation with the calculator
 async def agent_cli(here: Stack, *args: str, stdin: str = "") -> tuple[int, str]:
     """`agent ARGS` against the stack (its exit code and everything it printed)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "durable_agents.cli.main",
-        *("--address", here.address, "--task-queue", here.task_queue),
-        *args,
+        *agent_command(here, *args),
         cwd=here.root,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
