@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from durable_agents.contracts.maker_signature import (
     MESSAGE_MODELS,
     SignedMessage,
-    unsigned_payload,
 )
 from durable_agents.contracts.principals import DecisionMaker
 from durable_agents.runtime.decision_key import DecisionKeyError, decision_key, signature
@@ -40,7 +39,5 @@ def signed_payload(
     except DecisionKeyError as error:
         log.warning("%s to %s sent unsigned (self-declared): %s", message, workflow_id, error)
         return payload
-    signed = SignedMessage(
-        workflow_id=workflow_id, message=message, payload=unsigned_payload(parsed)
-    )
+    signed = SignedMessage.of(workflow_id, message, parsed)
     return {**payload, "maker": {**payload["maker"], "signature": signature(key, signed)}}

@@ -51,6 +51,13 @@ class SignedMessage(BaseModel):
     message: str = Field(min_length=1, max_length=100)
     payload: dict[str, Any]
 
+    @classmethod
+    def of(cls, workflow_id: str, name: str, message: BaseModel) -> SignedMessage:
+        """Message `name` (`message`, parsed) to the run `workflow_id`, as a signature covers
+        it: the server that signs it, the run that checks it and the run that signs it again
+        for another run build it alike."""
+        return cls(workflow_id=workflow_id, message=name, payload=unsigned_payload(message))
+
 
 class MakerCheck(BaseModel):
     """`check_decision_maker`'s input: a message received and the signature its maker carries."""

@@ -32,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
         MakerCheck,
         MakerVerdict,
         SignedMessage,
-        unsigned_payload,
     )
     from durable_agents.contracts.principals import DecisionMaker
 
@@ -81,9 +80,7 @@ async def _verdict(message: BaseModel, name: str, maker: DecisionMaker) -> Maker
     """The local activity's verdict on `maker`'s signature of `message`, addressed here."""
     if maker.signature is None:
         return MakerVerdict(verified=False, reason="it carries no signature")
-    signed = SignedMessage(
-        workflow_id=workflow.info().workflow_id, message=name, payload=unsigned_payload(message)
-    )
+    signed = SignedMessage.of(workflow.info().workflow_id, name, message)
     try:
         return await workflow.execute_local_activity(
             CHECK_MAKER_ACTIVITY,
@@ -110,7 +107,7 @@ async def countersigned(workflow_id: str, name: str, payload: dict[str, Any]) ->
         message = MESSAGE_MODELS[name].model_validate(payload)
     except (KeyError, ValidationError):
         return _self_declared(payload, maker)
-    signed = SignedMessage(workflow_id=workflow_id, message=name, payload=unsigned_payload(message))
+    signed = SignedMessage.of(workflow_id, name, message)
     try:
         [signature] = await workflow.execute_local_activity(
             SIGN_MAKERS_ACTIVITY,
