@@ -803,23 +803,20 @@ def like_for_like_targets(results: dict[str, Any]) -> list[list[str]]:
     """Issue 36's targets against the peers, from one `make bench-peers` run: ours' default
     against every peer's default per turn (≥ 1.5x), ours with local model calls against OpenAI
     Agents' (≥ 1.3x), and the server's CPU per approval against OpenAI Agents' (workload 4)."""
-    from bench.peers.report import best_peer, figures_of
-    from bench.peers.systems import OA_LEVERS, OURS_LOCAL
+    from bench.peers.report import DEFAULT_GOAL, LOCAL_GOAL, best_peer, like_for_like_sides
 
     rows = []
     for server, entry in results["servers"].items():
         per_turn = entry.get("per_turn") or {}
         for key, what in (("wall_ms_per_turn", "wall"), ("cpu_ms_per_turn", "worker CPU")):
-            values = figures_of(per_turn, key)
-            defaults = {n: v for n, v in values.items() if "+" not in n}
-            local = values.get(OA_LEVERS.name)
+            defaults, local = like_for_like_sides(per_turn, key)
             rows.append(ratio_target(
                 f"1 per turn, {what} ms: default vs the best peer's default ({server})",
-                values.get("ours"), best_peer(defaults, lower=True), 1.5,
+                defaults.get("ours"), best_peer(defaults, lower=True), DEFAULT_GOAL,
             ))  # fmt: skip
             rows.append(ratio_target(
                 f"1 per turn, {what} ms: `+local model` vs OpenAI Agents' ({server})",
-                values.get(OURS_LOCAL.name), None if not local else (OA_LEVERS.name, local), 1.3,
+                local["ours"], best_peer(local, lower=True), LOCAL_GOAL,
             ))  # fmt: skip
         if entry.get("waiting"):
             rows.append(approval_target(server, entry["waiting"]))
