@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.event_views import event_text
     from durable_agents.loop.search_attributes import tenant_memo
     from durable_agents.workflows.callees.activity import failure_detail
-    from durable_agents.workflows.makers import checks_makers, countersigned
+    from durable_agents.workflows.makers import check_approver, countersigned
     from durable_agents.workflows.run_events import RunEvents
     from durable_agents.workflows.session_link import run_scope
 
@@ -349,10 +349,7 @@ class ChildRequests:
             raise approvals.DecisionRefused(f"call {update.call_id!r} is a question: reply to it")
         approvals.check_digest(request, update.args_digest)
         if update.decision == "approve":
-            approver = approvals.signed(update.by, update.maker)["by"]
-            approvals.check_two_person(request, request.approval, self.starter, approver)
-            if approvals.guards(request.approval) and checks_makers():
-                approvals.check_signed_approver(request, request.approval, update.maker)
+            check_approver(request, request.approval, self.starter, update.by, update.maker)
         return request
 
     def forward_decide(self, update: DecideUpdate) -> HumanDecision:

@@ -45,7 +45,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_agents.loop.policy import matching_rule
     from durable_agents.loop.tool_requests import ArgsSchema
     from durable_agents.runtime.telemetry_workflow import approval_span
-    from durable_agents.workflows.makers import checks_makers
+    from durable_agents.workflows.makers import check_approver
     from durable_agents.workflows.run_events import RunEvents
 
 
@@ -293,11 +293,8 @@ class HumanGate:
         """The two-person rule: the run's starter cannot approve a call its policy guards, nor
         can a self-declared approver (`maker` as `workflows.makers.believed` left it)."""
         rule = matching_rule(self.policy, request.tool)
-        approver = approvals.signed(by, maker)["by"]
         requirement = rule.approval if rule is not None else None
-        approvals.check_two_person(request, requirement, self.starter, approver)
-        if approvals.guards(requirement) and checks_makers():
-            approvals.check_signed_approver(request, requirement, maker)
+        check_approver(request, requirement, self.starter, by, maker)
 
     def decide(self, update: DecideUpdate) -> HumanDecision:
         self.check(update)

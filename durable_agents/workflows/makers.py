@@ -25,6 +25,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from pydantic import BaseModel, ValidationError
 
+    from durable_agents.contracts.approvals import PendingRequest
     from durable_agents.contracts.maker_signature import (
         CHECK_MAKER_ACTIVITY,
         MESSAGE_MODELS,
@@ -33,7 +34,9 @@ with workflow.unsafe.imports_passed_through():
         MakerVerdict,
         SignedMessage,
     )
+    from durable_agents.contracts.policy import ApprovalRequirement
     from durable_agents.contracts.principals import DecisionMaker
+    from durable_agents.loop import approvals
 
 VERIFIED_MAKER_PATCH = "verified-decision-maker"
 """The patch marker of a run that checks its makers' signatures and requires a signed approver
@@ -50,6 +53,22 @@ def checks_makers() -> bool:
     """Whether this run checks makers (`VERIFIED_MAKER_PATCH`). An update's validator cannot
     ask (it records nothing): it checks, as every new run does."""
     return workflow.unsafe.is_read_only() or workflow.patched(VERIFIED_MAKER_PATCH)
+
+
+def check_approver(
+    request: PendingRequest,
+    requirement: ApprovalRequirement | None,
+    starter: str | None,
+    by: str | None,
+    maker: DecisionMaker | None,
+) -> None:
+    """Who may approve `request` under `requirement` (`DecisionRefused` if not this one): not
+    the run's `starter` (the two-person rule), and, where the requirement guards the call, no
+    self-declared approver (`maker` as `believed` left it) in a run that checks makers."""
+    approver = approvals.signed(by, maker)["by"]
+    approvals.check_two_person(request, requirement, starter, approver)
+    if approvals.guards(requirement) and checks_makers():
+        approvals.check_signed_approver(request, requirement, maker)
 
 
 async def believed(message: MessageT, name: str) -> MessageT:
